@@ -1,0 +1,135 @@
+"""Parse multiple-choice questions from JSONL or CSV into `dspy.Example`s, with errors that name file and line.
+
+This is how a user brings a new domain: any JSONL with `question`, `options` ({letter: text} or a list) and
+`answer` (a letter), or a CSV with `question`, `A`..`E` and `answer` columns, loads like a built-in benchmark.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import string
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from hyporag.errors import DataError
+
+LETTERS = string.ascii_uppercase
+
+
+@dataclass
+class LoadReport:
+    """What a load read: the examples, where they came from, and the rows it skipped (with reasons)."""
+
+    examples: list[dspy.Example]
+    source: str
+    skipped: list[str] = field(default_factory=list)
+
+
+def make_example(question: str, options: dict[str, str], answer: str, qid: str, **extra: Any) -> dspy.Example:
+    """The one shape every program consumes: question, options {letter: text}, gold letter, id."""
+    return dspy.Example(question=question, options=options, answer=answer, id=qid, **extra).with_inputs(
+        "question", "options"
+    )
+
+
+def normalize_options(raw: Any) -> dict[str, str]:
+    """Options as an ordered {letter: text} dict; a list becomes A, B, C, ...; raises ValueError when unusable."""
+    if isinstance(raw, list):
+        if len(raw) > len(LETTERS):
+            raise ValueError(f"too many options ({len(raw)})")
+        raw = dict(zip(LETTERS, raw, strict=False))
+    if not isinstance(raw, dict):
+        raise ValueError("field 'options' must be an object {letter: text} or a list")
+    options: dict[str, str] = {}
+    for key, text in raw.items():
+        letter = str(key).strip().upper()
+        if len(letter) != 1 or letter not in LETTERS:
+            raise ValueError(f"option key {key!r} is not a single letter")
+        if text is None or not str(text).strip():
+            continue  # MMLU-style blank trailing options are absent options, not errors
+        options[letter] = str(text).strip()
+    if len(options) < 2:
+        raise ValueError(f"field 'options' needs at least two non-empty options, got {len(options)}")
+    return dict(sorted(options.items()))
+
+
+def record_to_example(record: Any, default_id: str) -> dspy.Example:
+    """Validate one record; raises ValueError with the offending field named."""
+    if not isinstance(record, dict):
+        raise ValueError("record is not a JSON object")
+    question = record.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("field 'question' is missing or empty")
+    if "options" not in record:
+        raise ValueError("field 'options' is missing")
+    options = normalize_options(record["options"])
+    answer = str(record.get("answer", "")).strip().upper()
+    if not answer:
+        raise ValueError("field 'answer' is missing")
+    if answer not in options:
+        raise ValueError(f"field 'answer' is {answer!r}, not one of the options {''.join(options)}")
+    qid = str(record.get("id") or default_id)
+    extra = {k: record[k] for k in ("subject", "dataset", "meta_info") if k in record}
+    return make_example(question.strip(), options, answer, qid, **extra)
+
+
+def _rows_from_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield number, json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                yield number, ValueError(f"not UTF-8 ({exc.reason})")
+            except json.JSONDecodeError as exc:
+                yield number, ValueError(f"not JSON ({exc.msg})")
+
+
+def _rows_from_csv(path: Path) -> Iterator[tuple[int, Any]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        columns = [c.strip() for c in reader.fieldnames or []]
+        missing = [c for c in ("question", "A", "B", "answer") if c not in columns]
+        if missing:
+            raise DataError(f"{path}:1: CSV is missing column(s) {', '.join(missing)} (need question, A.., answer)")
+        letters = [c for c in columns if len(c) == 1 and c in LETTERS]
+        for row in reader:
+            row = {k.strip(): v for k, v in row.items() if k}
+            record = {"question": row.get("question"), "answer": row.get("answer"), "id": row.get("id")}
+            record["options"] = {letter: row.get(letter) for letter in letters}
+            yield reader.line_num, record
+
+
+def load_records(path: str | Path, skip_bad_rows: bool = False, source: str | None = None) -> LoadReport:
+    """Load a user or built-in question file; fails on the first bad row unless `skip_bad_rows`."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: dataset file not found")
+    rows: Iterable[tuple[int, Any]] = _rows_from_csv(path) if path.suffix.lower() == ".csv" else _rows_from_jsonl(path)
+    examples: list[dspy.Example] = []
+    skipped: list[str] = []
+    seen: dict[str, int] = {}
+    for number, record in rows:
+        try:
+            if isinstance(record, Exception):
+                raise record
+            example = record_to_example(record, default_id=f"{path.stem}-{number}")
+            if example.id in seen:
+                raise ValueError(f"duplicate id {example.id!r} (first on line {seen[example.id]})")
+        except ValueError as exc:
+            message = f"{path}:{number}: {exc}"
+            if not skip_bad_rows:
+                raise DataError(message + " (use --skip-bad-rows to skip such rows)") from None
+            skipped.append(message)
+            continue
+        seen[example.id] = number
+        examples.append(example)
+    if not examples:
+        raise DataError(f"{path}: no usable questions in file" + (f" ({len(skipped)} bad rows skipped)" if skipped else ""))
+    return LoadReport(examples, source or str(path), skipped)

@@ -1,0 +1,25 @@
+"""Errors a user can act on.
+
+Every error raised for bad input derives from `HyporagError`; the CLI prints it as one line and exits with
+status 2, so a user sees which file, line or field to fix instead of a traceback.
+"""
+
+from __future__ import annotations
+
+
+class HyporagError(Exception):
+    """A problem the user can fix (bad input, missing data, mismatched index); CLI exit status 2."""
+
+    exit_code = 2
+
+
+class DataError(HyporagError):
+    """A dataset or corpus file is missing or malformed; the message names the file and line."""
+
+
+class ModelError(HyporagError):
+    """A language model cannot be found, assembled, verified or reached."""
+
+
+class IndexMismatchError(HyporagError):
+    """An index or artifact does not match the corpus, version or files it claims to."""

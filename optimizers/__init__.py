@@ -1,0 +1,1 @@
+"""hyporag.optimizers."""

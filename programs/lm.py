@@ -1,0 +1,110 @@
+"""Language models per role: any DSPy/LiteLLM model string, or `local:<alias|path.gguf>` run in-process.
+
+Roles let a strong model form hypotheses while a small one answers (the CHR paper's 72B/8B split is
+`--hypothesis-lm X --answer-lm Y`). Each role carries its own adapter: local GGUF models use JSONAdapter, whose
+schema llama.cpp enforces; remote models keep DSPy's default ChatAdapter (which falls back to JSON itself).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dspy
+from hyporag.programs.gguf import DEFAULT_MODEL, resolve_model_path
+
+from hyporag.errors import ModelError
+from hyporag.paths import cache_dir
+
+DEFAULT_LM = f"local:{DEFAULT_MODEL}"
+ROLES = ("hypothesis", "answer", "judge")
+_CACHE_CONFIGURED = False
+
+
+def configure_cache(directory: str | os.PathLike | None = None, enabled: bool = True) -> Path:
+    """DSPy's disk cache under the project cache dir, so an identical re-run costs no LM calls."""
+    global _CACHE_CONFIGURED
+    path = Path(directory) if directory else cache_dir("dspy")
+    dspy.configure_cache(enable_disk_cache=enabled, enable_memory_cache=enabled, disk_cache_dir=str(path),
+                         restrict_pickle=True)
+    _CACHE_CONFIGURED = True
+    return path
+
+
+def build_lm(spec: str, api_base: str | None = None, api_key: str | None = None, temperature: float = 0.0,
+             max_tokens: int = 512, n_ctx: int = 8192, cache: bool = True) -> dspy.LM:
+    """A `dspy.LM` for a model string; `local:` specs get the in-process llama.cpp engine."""
+    if spec.startswith("local:"):
+        from hyporag.programs.local_engine import LocalEngine
+
+        target = spec.removeprefix("local:") or DEFAULT_MODEL
+        path = resolve_model_path(target)
+        name = Path(target).stem if target.endswith(".gguf") else target
+        return dspy.LM(f"local/{name}", engine=LocalEngine(path, n_ctx=n_ctx), temperature=temperature,
+                       max_tokens=max_tokens, cache=cache)
+    if "/" not in spec:
+        raise ModelError(f"LM {spec!r}: use a DSPy/LiteLLM model string like 'openai/gpt-4o-mini' or 'local:<alias>'")
+    kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "cache": cache}
+    if api_base:
+        kwargs["api_base"] = api_base
+    if api_key:
+        kwargs["api_key"] = api_key
+    return dspy.LM(spec, **kwargs)
+
+
+def is_local(lm: dspy.BaseLM) -> bool:
+    return str(getattr(lm, "model", "")).startswith("local/")
+
+
+def adapter_for(lm: dspy.BaseLM) -> dspy.Adapter:
+    """JSON schema for local GGUF models (small models break free-text formats), DSPy's default otherwise."""
+    return dspy.JSONAdapter() if is_local(lm) else dspy.ChatAdapter()
+
+
+@dataclass
+class RoleLM:
+    """One role's model and the adapter that formats its prompts."""
+
+    spec: str
+    lm: dspy.BaseLM
+    adapter: dspy.Adapter
+
+    def context(self):
+        """Run predictors under this role's LM and adapter."""
+        return dspy.context(lm=self.lm, adapter=self.adapter)
+
+
+@dataclass
+class LMRoles:
+    """The LMs a program uses: `hypothesis` (hypotheses, rewrites, pseudo-documents), `answer`, `judge`."""
+
+    hypothesis: RoleLM
+    answer: RoleLM
+    judge: RoleLM
+
+    @classmethod
+    def from_lms(cls, hypothesis: dspy.BaseLM, answer: dspy.BaseLM | None = None,
+                 judge: dspy.BaseLM | None = None) -> LMRoles:
+        """Roles from ready LM objects (tests pass DummyLMs here)."""
+        answer = answer or hypothesis
+        judge = judge or answer
+        return cls(*(RoleLM(str(getattr(lm, "model", "lm")), lm, adapter_for(lm)) for lm in (hypothesis, answer, judge)))
+
+    @classmethod
+    def from_specs(cls, lm: str = DEFAULT_LM, hypothesis_lm: str | None = None, answer_lm: str | None = None,
+                   judge_lm: str | None = None, **build_kwargs: Any) -> LMRoles:
+        """Roles from CLI flags: `--lm` for all, each role flag overriding it; one LM object per distinct spec."""
+        built: dict[str, dspy.BaseLM] = {}
+
+        def role(spec: str | None) -> RoleLM:
+            spec = spec or lm
+            if spec not in built:
+                built[spec] = build_lm(spec, **build_kwargs)
+            return RoleLM(spec, built[spec], adapter_for(built[spec]))
+
+        return cls(role(hypothesis_lm), role(answer_lm), role(judge_lm))
+
+    def specs(self) -> dict[str, str]:
+        return {name: getattr(self, name).spec for name in ROLES}

@@ -1,0 +1,126 @@
+"""An in-process llama.cpp engine for DSPy 3.4: `dspy.LM("local/<name>", engine=LocalEngine(path))`.
+
+xllamacpp ships prebuilt CPU wheels, so nobody compiles llama.cpp. The engine declares response-schema support:
+DSPy's JSONAdapter then sends a JSON schema, and llama.cpp turns it into a grammar, so even a 1.5B model returns
+parseable fields. One server per model file is shared by every LM built on it (loading costs seconds and RAM).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from hyporag.errors import ModelError
+
+_SERVERS: dict[tuple[str, int], Any] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def _server_for(path: Path, n_ctx: int, threads: int):
+    key = (str(path), n_ctx)
+    with _SERVERS_LOCK:
+        if key not in _SERVERS:
+            try:
+                import xllamacpp
+            except ImportError as exc:
+                raise ModelError("local models need the 'xllamacpp' package: pip install xllamacpp") from exc
+            params = xllamacpp.CommonParams()
+            params.model.path = str(path)
+            params.n_ctx = n_ctx
+            params.n_parallel = 1  # 2 cores: one slot keeps the whole prefix cache for the question being answered
+            params.cpuparams.n_threads = threads
+            params.cpuparams_batch.n_threads = threads
+            params.warmup = False
+            params.verbosity = -1 if not os.environ.get("HYPORAG_LLAMA_VERBOSE") else 1
+            _SERVERS[key] = xllamacpp.Server(params)
+        return _SERVERS[key]
+
+
+def _text_of(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(getattr(part, "text", "") or "" for part in content)
+
+
+def _schema_of(response_format: Any) -> dict | None:
+    """The JSON schema in lm15's flat form ({type, schema, name}) or OpenAI's nested form ({json_schema: {schema}})."""
+    if not response_format:
+        return None
+    if isinstance(response_format.get("schema"), dict):
+        return dict(response_format["schema"])
+    nested = response_format.get("json_schema")
+    if isinstance(nested, dict) and isinstance(nested.get("schema"), dict):
+        return dict(nested["schema"])
+    return None
+
+
+class LocalEngine:
+    """DSPy custom engine: `complete(Request) -> Response` over an xllamacpp server living in this process."""
+
+    supports_response_schema = True
+    supported_params = frozenset({"temperature", "max_tokens", "top_p", "stop", "seed", "response_format"})
+
+    def __init__(self, model_path: str | os.PathLike, n_ctx: int = 8192, threads: int | None = None):
+        self.model_path = Path(model_path)
+        self.n_ctx = n_ctx
+        self.threads = threads or max(1, os.cpu_count() or 1)
+        self._server = None
+
+    @property
+    def server(self):
+        if self._server is None:
+            self._server = _server_for(self.model_path, self.n_ctx, self.threads)
+        return self._server
+
+    def to_openai_body(self, request) -> dict[str, Any]:
+        """The OpenAI-style chat body llama.cpp's server code understands (json_schema included)."""
+        messages = []
+        if request.system is not None:
+            messages.append({"role": "system", "content": _text_of(request.system)})
+        for message in request.messages:
+            messages.append({"role": message.role, "content": _text_of(message.parts)})
+        config = request.config
+        body: dict[str, Any] = {"messages": messages, "temperature": config.temperature or 0.0}
+        if config.max_tokens:
+            body["max_tokens"] = config.max_tokens
+        if config.top_p is not None:
+            body["top_p"] = config.top_p
+        if config.stop:
+            body["stop"] = list(config.stop)
+        if config.seed is not None:
+            body["seed"] = config.seed
+        schema = _schema_of(config.response_format)
+        if schema is not None:
+            body["json_schema"] = schema  # llama.cpp compiles it to a grammar: output always parses
+        elif config.response_format:
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    def complete(self, request):
+        from dspy.lm15 import Message, Response, TextPart, Usage
+
+        result = self.server.handle_chat_completions(self.to_openai_body(request))
+        if not isinstance(result, dict) or "choices" not in result:
+            detail = result.get("error") if isinstance(result, dict) else result
+            raise ModelError(f"local model {self.model_path.name} failed: {str(detail)[:200]}")
+        choice = result["choices"][0]
+        usage = result.get("usage") or {}
+        finish = "length" if choice.get("finish_reason") == "length" else "stop"
+        return Response(
+            id=result.get("id") or None,
+            model=request.model,
+            message=Message.assistant([TextPart(choice["message"].get("content") or "")]),
+            finish_reason=finish,
+            usage=Usage(input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens")),
+        )
+
+    def dump_state(self) -> dict[str, Any]:
+        return {"model_path": str(self.model_path), "n_ctx": self.n_ctx, "threads": self.threads}
+
+    @classmethod
+    def load_state(cls, state: dict[str, Any]) -> LocalEngine:
+        return cls(**state)

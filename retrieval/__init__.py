@@ -1,0 +1,26 @@
+"""Retrieval substrate: corpora, passage store, BM25 (bm25s), dense (sentence-transformers + FAISS), hybrid RRF,
+contrastive scoring for CHR, and the multi-query budget merge for HCQR."""
+
+from hyporag.retrieval.corpus import CORPORA, Corpus, Passage, load_corpus
+from hyporag.retrieval.hit import Hit
+from hyporag.retrieval.index import build_index, default_index_dir, open_index
+from hyporag.retrieval.lambda_schedule import SCHEDULES, LambdaSchedule
+from hyporag.retrieval.merge import MERGE_POLICIES, merge_to_budget
+from hyporag.retrieval.retriever import MODES, Retriever
+
+__all__ = [
+    "CORPORA",
+    "MERGE_POLICIES",
+    "MODES",
+    "SCHEDULES",
+    "Corpus",
+    "Hit",
+    "LambdaSchedule",
+    "Passage",
+    "Retriever",
+    "build_index",
+    "default_index_dir",
+    "load_corpus",
+    "merge_to_budget",
+    "open_index",
+]

@@ -1,0 +1,95 @@
+"""Dense retrieval: normalised passage vectors saved once, FAISS built from them (flat by default, HNSW or IVF).
+
+Vectors are the expensive part (embedding 71k passages takes the better part of an hour on 2 cores), so they are
+written in shards as they are computed (an interrupted build resumes) and a FAISS rebuild never re-embeds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+FAISS_KINDS = ("flat", "hnsw", "ivf")
+
+
+def embed_in_shards(batches: Iterable[list[str]], embedder, directory: Path, total: int, shard_size: int = 2048,
+                    batch_size: int = 64, progress: bool = True) -> np.ndarray:
+    """Embed texts shard by shard (each saved atomically), skipping shards already on disk; returns all vectors."""
+    from tqdm import tqdm
+
+    directory.mkdir(parents=True, exist_ok=True)
+    shards: list[np.ndarray] = []
+    bar = tqdm(total=total, desc="embedding", unit="passage", disable=not progress)
+    for number, texts in enumerate(batches):
+        shard = directory / f"shard-{number:05d}.npy"
+        if shard.is_file():
+            vectors = np.load(shard)
+            if len(vectors) != len(texts):
+                raise ValueError(f"{shard}: holds {len(vectors)} vectors, expected {len(texts)}; delete it to redo")
+        else:
+            vectors = embedder.encode(texts, batch_size=batch_size)
+            partial = shard.with_suffix(".partial.npy")
+            np.save(partial, vectors)
+            partial.replace(shard)
+        shards.append(vectors)
+        bar.update(len(texts))
+    bar.close()
+    return np.concatenate(shards) if shards else np.zeros((0, embedder.dimension), dtype=np.float32)
+
+
+def build_faiss(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ivf_lists: int | None = None):
+    """An inner-product FAISS index over normalised vectors (so scores are cosine similarities)."""
+    import faiss
+
+    dimension = vectors.shape[1]
+    if kind == "flat":
+        index = faiss.IndexFlatIP(dimension)
+    elif kind == "hnsw":
+        index = faiss.IndexHNSWFlat(dimension, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = 80
+        index.hnsw.efSearch = 128
+    elif kind == "ivf":
+        lists = ivf_lists or max(1, int(4 * math.sqrt(len(vectors))))
+        quantizer = faiss.IndexFlatIP(dimension)
+        index = faiss.IndexIVFFlat(quantizer, dimension, lists, faiss.METRIC_INNER_PRODUCT)
+        index.train(vectors)
+        index.nprobe = max(1, lists // 16)
+    else:
+        raise ValueError(f"unknown FAISS index kind {kind!r}: use one of {', '.join(FAISS_KINDS)}")
+    index.add(vectors)
+    return index
+
+
+class DenseIndex:
+    """FAISS index plus the embedder that produced its vectors; `search_vectors` is the one batched call."""
+
+    DIRNAME = "dense"
+
+    def __init__(self, index, embedder, kind: str):
+        self.index = index
+        self.embedder = embedder
+        self.kind = kind
+
+    @classmethod
+    def load(cls, directory: Path, embedder, kind: str = "flat") -> DenseIndex:
+        import faiss
+
+        path = directory / f"faiss-{kind}.index"
+        if not path.is_file():
+            vectors = np.load(directory / "vectors.npy", mmap_mode="r")
+            index = build_faiss(np.ascontiguousarray(vectors), kind)
+            faiss.write_index(index, str(path))
+        index = faiss.read_index(str(path))
+        if kind == "hnsw":
+            index.hnsw.efSearch = 128
+        return cls(index, embedder, kind)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.encode(texts)
+
+    def search_vectors(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        scores, rows = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), min(k, self.index.ntotal))
+        return rows, scores

@@ -1,0 +1,214 @@
+"""Build an index directory once and open it with checks: a manifest ties it to its corpus and its files.
+
+Layout: `manifest.json`, `passages.sqlite`, `bm25/`, `dense/{shards/,vectors.npy,faiss-<kind>.index}`.
+Each part is written under a temporary name and renamed when complete, and the manifest is rewritten atomically
+after each part, so a killed build resumes from the parts that finished (and from the embedding shards).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hyporag.retrieval.bm25 import TOKENIZER, BM25Index
+from hyporag.retrieval.corpus import Corpus
+from hyporag.retrieval.dense import DenseIndex, build_faiss, embed_in_shards
+from hyporag.retrieval.embedder import DEFAULT_EMBEDDER, make_embedder
+from hyporag.retrieval.retriever import Retriever
+from hyporag.retrieval.store import PassageStore
+
+from hyporag.atomic import write_json_atomic
+from hyporag.errors import IndexMismatchError
+from hyporag.paths import cache_dir
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+
+
+def default_index_dir(corpus_name: str) -> Path:
+    return cache_dir("indexes") / corpus_name
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _file_record(path: Path) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return {"size": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def _record_files(directory: Path, parts: list[str]) -> dict[str, dict]:
+    files: dict[str, dict] = {}
+    for part in parts:
+        target = directory / part
+        paths = sorted(p for p in target.rglob("*") if p.is_file()) if target.is_dir() else [target]
+        for path in paths:
+            if "shards" not in path.parts:
+                files[str(path.relative_to(directory))] = _file_record(path)
+    return files
+
+
+def read_manifest(directory: Path) -> dict[str, Any]:
+    path = directory / MANIFEST
+    if not path.is_file():
+        raise IndexMismatchError(f"{path}: no index manifest; build it with `hyporag index build`")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise IndexMismatchError(f"{path}: manifest is not valid JSON ({exc}); rebuild the index") from None
+    if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
+        found = manifest.get("format_version") if isinstance(manifest, dict) else None
+        raise IndexMismatchError(f"{path}: index format {found!r}, this hyporag reads {FORMAT_VERSION}; rebuild it")
+    return manifest
+
+
+def build_index(corpus: Corpus, directory: Path | None = None, retriever: str = "both",
+                embedder_name: str = DEFAULT_EMBEDDER, faiss_kind: str = "flat", max_seq_length: int | None = None,
+                progress: bool = True, log=print) -> Path:
+    """Build (or finish building) the index of `corpus`; returns its directory."""
+    directory = Path(directory) if directory else default_index_dir(corpus.name)
+    directory.mkdir(parents=True, exist_ok=True)
+    fingerprint = corpus.fingerprint()
+    manifest: dict[str, Any] = {}
+    if (directory / MANIFEST).is_file():
+        manifest = read_manifest(directory)
+        if manifest.get("corpus_fingerprint") != fingerprint:
+            log(f"{directory}: corpus changed since the last build; rebuilding from scratch")
+            for child in directory.iterdir():
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+            manifest = {}
+    manifest.update({"format_version": FORMAT_VERSION, "corpus": corpus.name, "corpus_source": corpus.source,
+                     "corpus_fingerprint": fingerprint})
+    manifest.setdefault("parts", {})
+    manifest["libraries"] = {p: _version(p) for p in ("hyporag", "bm25s", "faiss-cpu", "sentence-transformers")}
+
+    store_path = directory / PassageStore.FILENAME
+    if "store" not in manifest["parts"] or not store_path.is_file():
+        started = time.perf_counter()
+        partial = directory / (PassageStore.FILENAME + ".partial")
+        count = PassageStore.build(partial, corpus)
+        partial.replace(store_path)
+        manifest["passage_count"] = count
+        manifest["empty_passages_skipped"] = corpus.empty_skipped
+        manifest["parts"]["store"] = {"seconds": round(time.perf_counter() - started, 2)}
+        _save(directory, manifest)
+        log(f"passage store: {count} passages ({corpus.empty_skipped} empty skipped)")
+    store = PassageStore(store_path)
+
+    if retriever in ("bm25", "both") and "bm25" not in manifest["parts"]:
+        started = time.perf_counter()
+        texts = [t for batch in store.texts() for t in batch]
+        tmp = directory / "bm25.partial"
+        shutil.rmtree(tmp, ignore_errors=True)
+        BM25Index.build(texts, tmp, show_progress=progress)
+        shutil.rmtree(directory / BM25Index.DIRNAME, ignore_errors=True)
+        tmp.rename(directory / BM25Index.DIRNAME)
+        manifest["parts"]["bm25"] = {"tokenizer": TOKENIZER, "k1": 1.5, "b": 0.75,
+                                     "seconds": round(time.perf_counter() - started, 2)}
+        _save(directory, manifest)
+        log(f"bm25: built in {manifest['parts']['bm25']['seconds']} s")
+
+    if retriever in ("dense", "both"):
+        dense_dir = directory / DenseIndex.DIRNAME
+        part = manifest["parts"].get("dense")
+        if part and part["embedder"] != embedder_name:
+            raise IndexMismatchError(f"{directory}: dense part was built with {part['embedder']!r}; "
+                                     f"use --index-dir for another embedder")
+        if not part:
+            started = time.perf_counter()
+            embedder = make_embedder(embedder_name) if not max_seq_length else _st(embedder_name, max_seq_length)
+            vectors = embed_in_shards(store.texts(2048), embedder, dense_dir / "shards", store.count, progress=progress)
+            np.save(dense_dir / "vectors.partial.npy", vectors)
+            (dense_dir / "vectors.partial.npy").replace(dense_dir / "vectors.npy")
+            manifest["parts"]["dense"] = {"embedder": embedder_name, "dimension": int(vectors.shape[1]),
+                                          "max_seq_length": max_seq_length, "normalized": True,
+                                          "seconds": round(time.perf_counter() - started, 2), "faiss": []}
+            _save(directory, manifest)
+            shutil.rmtree(dense_dir / "shards", ignore_errors=True)
+            log(f"dense: {len(vectors)} vectors in {manifest['parts']['dense']['seconds']} s")
+        if faiss_kind not in manifest["parts"]["dense"]["faiss"]:
+            import faiss
+
+            started = time.perf_counter()
+            vectors = np.load(dense_dir / "vectors.npy")
+            index = build_faiss(vectors, faiss_kind)
+            tmp = dense_dir / f"faiss-{faiss_kind}.index.partial"
+            faiss.write_index(index, str(tmp))
+            tmp.replace(dense_dir / f"faiss-{faiss_kind}.index")
+            manifest["parts"]["dense"]["faiss"].append(faiss_kind)
+            manifest["parts"]["dense"][f"faiss_{faiss_kind}_seconds"] = round(time.perf_counter() - started, 2)
+            log(f"faiss {faiss_kind}: built in {manifest['parts']['dense'][f'faiss_{faiss_kind}_seconds']} s")
+    store.close()
+    manifest["built_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    _save(directory, manifest)
+    return directory
+
+
+def _st(name: str, max_seq_length: int):
+    from hyporag.retrieval.embedder import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(name, max_seq_length=max_seq_length)
+
+
+def _save(directory: Path, manifest: dict[str, Any]) -> None:
+    parts = [PassageStore.FILENAME]
+    if "bm25" in manifest["parts"]:
+        parts.append(BM25Index.DIRNAME)
+    if "dense" in manifest["parts"]:
+        parts.append(f"{DenseIndex.DIRNAME}/vectors.npy")
+        parts += [f"{DenseIndex.DIRNAME}/faiss-{k}.index" for k in manifest["parts"]["dense"]["faiss"]]
+    manifest["files"] = _record_files(directory, parts)
+    write_json_atomic(directory / MANIFEST, manifest)
+
+
+def verify_files(directory: Path, manifest: dict[str, Any], checksums: bool = True) -> None:
+    """Every file the manifest lists exists with its size (and sha256): a truncated or swapped file is refused."""
+    for relative, record in manifest.get("files", {}).items():
+        path = directory / relative
+        if not path.is_file():
+            raise IndexMismatchError(f"{path}: index file missing; rebuild with `hyporag index build`")
+        if path.stat().st_size != record["size"]:
+            raise IndexMismatchError(f"{path}: size {path.stat().st_size} != {record['size']} in the manifest "
+                                     "(truncated or replaced); rebuild the index")
+        if checksums and _file_record(path)["sha256"] != record["sha256"]:
+            raise IndexMismatchError(f"{path}: checksum differs from the manifest (corrupted); rebuild the index")
+
+
+def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None = None, faiss_kind: str = "flat",
+               embedder=None, checksums: bool = True, **retriever_kwargs: Any) -> Retriever:
+    """Load a built index, refusing a manifest/corpus/file mismatch with a one-line error."""
+    directory = Path(directory)
+    manifest = read_manifest(directory)
+    if corpus is not None and manifest.get("corpus_fingerprint") != corpus.fingerprint():
+        raise IndexMismatchError(
+            f"{directory}: index was built from corpus {manifest.get('corpus')!r} with fingerprint "
+            f"{str(manifest.get('corpus_fingerprint'))[:12]}..., which does not match {corpus.name!r} "
+            f"({corpus.fingerprint()[:12]}...); rebuild with `hyporag index build --corpus {corpus.name}`"
+        )
+    verify_files(directory, manifest, checksums=checksums)
+    store = PassageStore(directory / PassageStore.FILENAME)
+    bm25 = BM25Index.load(directory / BM25Index.DIRNAME) if "bm25" in manifest["parts"] else None
+    dense = None
+    dense_part = manifest["parts"].get("dense")
+    if dense_part and mode != "bm25":
+        if embedder is None:
+            embedder = make_embedder(dense_part["embedder"]) if not dense_part.get("max_seq_length") else _st(
+                dense_part["embedder"], dense_part["max_seq_length"])
+        dense = DenseIndex.load(directory / DenseIndex.DIRNAME, embedder, faiss_kind)
+    retriever = Retriever(store, bm25, dense, mode=mode, fingerprint=manifest["corpus_fingerprint"], **retriever_kwargs)
+    retriever.manifest = manifest
+    retriever.directory = directory
+    return retriever

@@ -1,0 +1,122 @@
+"""The retriever every program searches through: BM25, dense, hybrid (RRF) and contrastive (CHR) modes.
+
+Contrastive dense scoring is one query vector: with normalised embeddings sim(d,H+) − λ·sim(d,H−) = d·(ĥ+ − λĥ−),
+so one FAISS search gives the exact ranking of scoring every passage. BM25 has no such identity: both hypotheses'
+candidate lists (depth `candidate_depth`) are scored, min-max normalised over their union, and subtracted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from hyporag.retrieval.hit import Hit
+from hyporag.retrieval.store import PassageStore
+
+MODES = ("bm25", "dense", "hybrid")
+
+
+def _minmax(values: np.ndarray) -> np.ndarray:
+    low, high = float(values.min()), float(values.max())
+    return np.zeros_like(values) if high - low < 1e-12 else (values - low) / (high - low)
+
+
+class Retriever:
+    """`search(query, k)`, `search_many(queries, k)` (one encoder call, one FAISS call) and `search_contrastive`."""
+
+    def __init__(self, store: PassageStore, bm25=None, dense=None, mode: str | None = None, rrf_k: int = 60,
+                 candidate_depth: int = 100, fingerprint: str = ""):
+        if bm25 is None and dense is None:
+            raise ValueError("a retriever needs a BM25 index, a dense index, or both")
+        self.store, self.bm25, self.dense = store, bm25, dense
+        self.mode = mode or ("hybrid" if bm25 is not None and dense is not None else "dense" if dense else "bm25")
+        self.rrf_k = rrf_k
+        self.candidate_depth = candidate_depth
+        self.fingerprint = fingerprint
+        self._check(self.mode)
+
+    def _check(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown retrieval mode {mode!r}: use one of {', '.join(MODES)}")
+        if mode in ("bm25", "hybrid") and self.bm25 is None:
+            raise ValueError(f"mode {mode!r} needs a BM25 index; rebuild with --retriever bm25 or both")
+        if mode in ("dense", "hybrid") and self.dense is None:
+            raise ValueError(f"mode {mode!r} needs a dense index; rebuild with --retriever dense or both")
+
+    # -- plain search -------------------------------------------------------------------------------------------
+    def search(self, query: str, k: int = 15, mode: str | None = None) -> list[Hit]:
+        return self.search_many([query], k, mode)[0]
+
+    def search_many(self, queries: Sequence[str], k: int = 15, mode: str | None = None) -> list[list[Hit]]:
+        mode = mode or self.mode
+        self._check(mode)
+        if not queries:
+            return []
+        if mode == "bm25":
+            return self._hits(*self.bm25.search_many(queries, k), drop_zero=True)
+        if mode == "dense":
+            return self._hits(*self.dense.search_vectors(self.dense.encode(list(queries)), k))
+        depth = max(k, self.candidate_depth)
+        lexical = self._rows(*self.bm25.search_many(queries, depth), drop_zero=True)
+        semantic = self._rows(*self.dense.search_vectors(self.dense.encode(list(queries)), depth))
+        return [self._fuse([a, b], k) for a, b in zip(lexical, semantic, strict=True)]
+
+    # -- contrastive (CHR) --------------------------------------------------------------------------------------
+    def hypothesis_similarity(self, h_plus: str, h_minus: str) -> float:
+        """cos(ĥ+, ĥ−) with the dense embedder, or token Jaccard when only BM25 is available."""
+        if self.dense is not None:
+            a, b = self.dense.encode([h_plus, h_minus])
+            return float(np.dot(a, b))
+        tokens_a, tokens_b = set(h_plus.lower().split()), set(h_minus.lower().split())
+        return len(tokens_a & tokens_b) / max(1, len(tokens_a | tokens_b))
+
+    def contrastive_vector(self, h_plus: str, h_minus: str, lam: float) -> np.ndarray:
+        a, b = self.dense.encode([h_plus, h_minus])
+        return (a - lam * b)[None, :]
+
+    def search_contrastive(self, h_plus: str, h_minus: str, lam: float = 1.0, k: int = 15,
+                           mode: str | None = None) -> list[Hit]:
+        mode = mode or self.mode
+        self._check(mode)
+        if mode == "dense":
+            return self._hits(*self.dense.search_vectors(self.contrastive_vector(h_plus, h_minus, lam), k))[0]
+        depth = max(k, self.candidate_depth)
+        lexical = self._bm25_contrastive_rows(h_plus, h_minus, lam, depth)
+        if mode == "bm25":
+            rows, scores = zip(*lexical[:k], strict=True) if lexical else ((), ())
+            return self._hits(np.array([rows]), np.array([scores]))[0]
+        semantic = self._rows(*self.dense.search_vectors(self.contrastive_vector(h_plus, h_minus, lam), depth))[0]
+        return self._fuse([lexical, semantic], k)
+
+    def _bm25_contrastive_rows(self, h_plus: str, h_minus: str, lam: float, depth: int) -> list[tuple[int, float]]:
+        rows, _ = self.bm25.search_many([h_plus, h_minus], depth)
+        union = np.unique(np.concatenate([rows[0], rows[1]]))
+        plus = _minmax(self.bm25.score_rows(h_plus, union))
+        minus = _minmax(self.bm25.score_rows(h_minus, union))
+        combined = plus - lam * minus
+        order = np.argsort(-combined, kind="stable")
+        return [(int(union[i]), float(combined[i])) for i in order]
+
+    # -- helpers ------------------------------------------------------------------------------------------------
+    def _rows(self, rows: np.ndarray, scores: np.ndarray, drop_zero: bool = False) -> list[list[tuple[int, float]]]:
+        out = []
+        for row_list, score_list in zip(rows, scores, strict=True):
+            out.append([(int(r), float(s)) for r, s in zip(row_list, score_list, strict=True)
+                        if r >= 0 and not (drop_zero and s <= 0)])
+        return out
+
+    def _hits(self, rows: np.ndarray, scores: np.ndarray, drop_zero: bool = False) -> list[list[Hit]]:
+        return [self._to_hits(r) for r in self._rows(rows, scores, drop_zero)]
+
+    def _to_hits(self, ranked: list[tuple[int, float]]) -> list[Hit]:
+        passages = self.store.get([row for row, _ in ranked])
+        return [Hit(p.id, p.title, p.contents, score) for p, (_, score) in zip(passages, ranked, strict=True)]
+
+    def _fuse(self, ranked_lists: list[list[tuple[int, float]]], k: int) -> list[Hit]:
+        """Reciprocal-rank fusion: score(d) = Σ 1/(rrf_k + rank)."""
+        fused: dict[int, float] = {}
+        for ranked in ranked_lists:
+            for rank, (row, _) in enumerate(ranked, start=1):
+                fused[row] = fused.get(row, 0.0) + 1.0 / (self.rrf_k + rank)
+        top = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]
+        return self._to_hits(top)

@@ -1,0 +1,77 @@
+"""Passage text stored once in SQLite and looked up by row: queries never re-read the corpus files."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from hyporag.retrieval.corpus import Passage
+
+
+class PassageStore:
+    """Row-numbered passages (row = position in the index); thread-safe reads through one connection."""
+
+    FILENAME = "passages.sqlite"
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        self._lock = threading.Lock()
+        self.count = self._conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
+
+    @staticmethod
+    def build(path: str | Path, passages: Iterable[Passage]) -> int:
+        """Write all passages to a new database at `path`; returns the count."""
+        path = Path(path)
+        path.unlink(missing_ok=True)
+        conn = sqlite3.connect(path)
+        try:
+            conn.execute("CREATE TABLE passages (row INTEGER PRIMARY KEY, pid TEXT UNIQUE, title TEXT, contents TEXT)")
+            count = 0
+            batch: list[tuple] = []
+            for passage in passages:
+                batch.append((count, passage.id, passage.title, passage.contents))
+                count += 1
+                if len(batch) >= 5000:
+                    conn.executemany("INSERT INTO passages VALUES (?, ?, ?, ?)", batch)
+                    batch.clear()
+            conn.executemany("INSERT INTO passages VALUES (?, ?, ?, ?)", batch)
+            conn.commit()
+        finally:
+            conn.close()
+        return count
+
+    def get(self, rows: Sequence[int]) -> list[Passage]:
+        """Passages for these rows, in the given order."""
+        if not rows:
+            return []
+        unique = sorted(set(int(r) for r in rows))
+        marks = ",".join("?" * len(unique))
+        with self._lock:
+            found = {
+                row: Passage(pid, title, contents)
+                for row, pid, title, contents in self._conn.execute(
+                    f"SELECT row, pid, title, contents FROM passages WHERE row IN ({marks})", unique
+                )
+            }
+        return [found[int(r)] for r in rows]
+
+    def texts(self, batch_size: int = 2048) -> Iterable[list[str]]:
+        """All passage texts in row order, in batches (for embedding)."""
+        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        try:
+            cursor = conn.execute("SELECT title, contents FROM passages ORDER BY row")
+            while batch := cursor.fetchmany(batch_size):
+                yield [passage_text(title, contents) for title, contents in batch]
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def passage_text(title: str, contents: str) -> str:
+    """What is indexed: MedRAG indexes `title. contents` for BM25 and embeddings alike."""
+    return f"{title}. {contents}" if title else contents

@@ -1,0 +1,24 @@
+"""DSPy signatures: one step each; the docstring is the instruction. Passages always come last in the inputs,
+so a question's calls share a cached prompt prefix on llama.cpp."""
+
+from hyporag.signatures.answer_question import AnswerQuestion, AnswerWithoutContext, format_options, with_letters
+from hyporag.signatures.baselines import HypotheticalDocument, Query2Doc, Rerank, RewriteQuery
+from hyporag.signatures.contrastive_hypotheses import ContrastiveHypotheses
+from hyporag.signatures.hypothesize import Hypothesize
+from hyporag.signatures.judge_context_utility import JudgeContextUtility
+from hyporag.signatures.rewrite_queries import RewriteQueries
+
+__all__ = [
+    "AnswerQuestion",
+    "AnswerWithoutContext",
+    "ContrastiveHypotheses",
+    "HypotheticalDocument",
+    "Hypothesize",
+    "JudgeContextUtility",
+    "Query2Doc",
+    "Rerank",
+    "RewriteQueries",
+    "RewriteQuery",
+    "format_options",
+    "with_letters",
+]
