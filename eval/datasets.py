@@ -112,7 +112,11 @@ def is_test_split(name: str) -> bool:
 def load_benchmark(
     name_or_path: str, data_dir: str | Path | None = None, skip_bad_rows: bool = False
 ) -> LoadReport:
-    """Load a benchmark by name, or any JSONL/CSV path (a user's own domain)."""
+    """Load a benchmark by name, several joined by commas (`mmlu-med-dev,mmlu-med-val`), or any JSONL/CSV path."""
+    if "," in name_or_path:
+        reports = [load_benchmark(part.strip(), data_dir, skip_bad_rows) for part in name_or_path.split(",")]
+        return LoadReport([e for r in reports for e in r.examples], "; ".join(r.source for r in reports),
+                          [s for r in reports for s in r.skipped])
     if name_or_path not in BENCHMARKS:
         path = Path(name_or_path)
         if path.suffix.lower() in (".jsonl", ".json", ".csv") or path.exists():

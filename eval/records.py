@@ -131,5 +131,6 @@ def load_records(path: str | Path, skip_bad_rows: bool = False, source: str | No
         seen[example.id] = number
         examples.append(example)
     if not examples:
-        raise DataError(f"{path}: no usable questions in file" + (f" ({len(skipped)} bad rows skipped)" if skipped else ""))
+        note = f" ({len(skipped)} bad rows skipped)" if skipped else ""
+        raise DataError(f"{path}: no usable questions in file{note}")
     return LoadReport(examples, source or str(path), skipped)

@@ -1,1 +1,25 @@
-"""hyporag.programs."""
+"""DSPy programs: every baseline, HCQR and CHR, sharing one answer step and one context budget."""
+
+from hyporag.programs.base import MCQProgram
+from hyporag.programs.baselines import CoT, HyDE, Query2DocRAG, RerankRAG, Rewriting, SimpleRAG
+from hyporag.programs.chr import CHR
+from hyporag.programs.hcqr import HCQR
+from hyporag.programs.lm import LMRoles, build_lm
+from hyporag.programs.registry import METHODS, PAPER_METHODS, make_program
+
+__all__ = [
+    "CHR",
+    "HCQR",
+    "METHODS",
+    "PAPER_METHODS",
+    "CoT",
+    "HyDE",
+    "LMRoles",
+    "MCQProgram",
+    "Query2DocRAG",
+    "RerankRAG",
+    "Rewriting",
+    "SimpleRAG",
+    "build_lm",
+    "make_program",
+]

@@ -94,9 +94,9 @@ def resolve_model_path(alias_or_path: str) -> Path:
     model = MODELS[alias_or_path]
     target = cache_dir("models") / f"{model.alias}.gguf"
     stamp = target.with_suffix(".verified")
-    if target.is_file() and stamp.is_file() and stamp.read_text().strip() == model.sha256:
-        if target.stat().st_size == model.size:
-            return target
+    verified = stamp.is_file() and stamp.read_text().strip() == model.sha256
+    if verified and target.is_file() and target.stat().st_size == model.size:
+        return target
     parts = []
     for package, relative in zip(model.packages, model.relative_paths, strict=True):
         base = _package_dir(package)

@@ -90,7 +90,8 @@ class LMRoles:
         """Roles from ready LM objects (tests pass DummyLMs here)."""
         answer = answer or hypothesis
         judge = judge or answer
-        return cls(*(RoleLM(str(getattr(lm, "model", "lm")), lm, adapter_for(lm)) for lm in (hypothesis, answer, judge)))
+        lms = (hypothesis, answer, judge)
+        return cls(*(RoleLM(str(getattr(lm, "model", "lm")), lm, adapter_for(lm)) for lm in lms))
 
     @classmethod
     def from_specs(cls, lm: str = DEFAULT_LM, hypothesis_lm: str | None = None, answer_lm: str | None = None,

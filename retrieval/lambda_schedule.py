@@ -17,7 +17,8 @@ class LambdaSchedule:
     """λ(sim) with explicit, tunable parameters.
 
     fixed: λ = lam. linear: λ = lam_max·(1 − sim), clipped to [lam_min, lam_max].
-    threshold: λ = lam_max if sim < tau else lam_min. sigmoid: λ = lam_min + (lam_max − lam_min)/(1 + e^{s·(sim − tau)}).
+    threshold: λ = lam_max if sim < tau else lam_min.
+    sigmoid: λ = lam_min + (lam_max − lam_min) / (1 + e^{s·(sim − tau)}).
     """
 
     kind: str = "fixed"

@@ -61,6 +61,21 @@ class Retriever:
         semantic = self._rows(*self.dense.search_vectors(self.dense.encode(list(queries)), depth))
         return [self._fuse([a, b], k) for a, b in zip(lexical, semantic, strict=True)]
 
+    def search_pooled(self, texts: Sequence[str], k: int = 15, mode: str | None = None) -> list[Hit]:
+        """One search for several texts (HyDE): the renormalised mean vector for dense, the joined text for BM25."""
+        mode = mode or self.mode
+        self._check(mode)
+        if mode == "bm25":
+            return self.search(" ".join(texts), k, mode="bm25")
+        mean = self.dense.encode(list(texts)).mean(axis=0)
+        mean = (mean / max(float(np.linalg.norm(mean)), 1e-12))[None, :]
+        if mode == "dense":
+            return self._hits(*self.dense.search_vectors(mean, k))[0]
+        depth = max(k, self.candidate_depth)
+        lexical = self._rows(*self.bm25.search_many([" ".join(texts)], depth), drop_zero=True)[0]
+        semantic = self._rows(*self.dense.search_vectors(mean, depth))[0]
+        return self._fuse([lexical, semantic], k)
+
     # -- contrastive (CHR) --------------------------------------------------------------------------------------
     def hypothesis_similarity(self, h_plus: str, h_minus: str) -> float:
         """cos(ĥ+, ĥ−) with the dense embedder, or token Jaccard when only BM25 is available."""

@@ -1,7 +1,7 @@
 """DSPy signatures: one step each; the docstring is the instruction. Passages always come last in the inputs,
 so a question's calls share a cached prompt prefix on llama.cpp."""
 
-from hyporag.signatures.answer_question import AnswerQuestion, AnswerWithoutContext, format_options, with_letters
+from hyporag.signatures.answer_question import AnswerQuestion, format_options, with_letters
 from hyporag.signatures.baselines import HypotheticalDocument, Query2Doc, Rerank, RewriteQuery
 from hyporag.signatures.contrastive_hypotheses import ContrastiveHypotheses
 from hyporag.signatures.hypothesize import Hypothesize
@@ -10,7 +10,6 @@ from hyporag.signatures.rewrite_queries import RewriteQueries
 
 __all__ = [
     "AnswerQuestion",
-    "AnswerWithoutContext",
     "ContrastiveHypotheses",
     "HypotheticalDocument",
     "Hypothesize",

@@ -18,14 +18,6 @@ class AnswerQuestion(dspy.Signature):
     answer: str = dspy.OutputField(desc="the option letter")
 
 
-class AnswerWithoutContext(dspy.Signature):
-    """Answer the multiple-choice medical question with the letter of the single best option."""
-
-    question: str = dspy.InputField()
-    options: str = dspy.InputField(desc="one option per line, 'LETTER. text'")
-    answer: str = dspy.OutputField(desc="the option letter")
-
-
 @lru_cache(maxsize=64)
 def with_letters(signature: type[dspy.Signature], letters: tuple[str, ...]) -> type[dspy.Signature]:
     """The signature with `answer` typed as a Literal of exactly the letters present, so a schema constrains it."""

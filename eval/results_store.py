@@ -1,0 +1,126 @@
+"""The results directory of one evaluation: a lock, the run's settings, and an append-only JSONL of finished rows.
+
+Each finished (question, method) row is appended and fsync'ed on its own, so kill -9 loses at most the row being
+written; on resume a torn last line is dropped and every complete row is kept, never recomputed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from hyporag.atomic import write_json_atomic
+from hyporag.errors import HyporagError
+
+ROWS = "results.jsonl"
+SETTINGS = "run.json"
+LOCK = ".lock"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ResultsStore:
+    """Open with `with ResultsStore(dir, settings) as store:`; refuses a second live writer and changed settings."""
+
+    def __init__(self, directory: str | Path, settings: dict[str, Any]):
+        self.directory = Path(directory)
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._handle = None
+
+    def __enter__(self) -> ResultsStore:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._acquire()
+        try:
+            self._check_settings()
+            self.rows = self._load_rows()
+            self._handle = (self.directory / ROWS).open("a", encoding="utf-8")
+        except BaseException:
+            self._release()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle:
+            self._handle.close()
+        self._release()
+
+    def _acquire(self) -> None:
+        lock = self.directory / LOCK
+        for _ in range(2):
+            try:
+                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                try:
+                    pid = int(lock.read_text().strip() or 0)
+                except (OSError, ValueError):
+                    pid = 0
+                if pid and pid != os.getpid() and _pid_alive(pid):
+                    raise HyporagError(f"{self.directory}: another evaluation (pid {pid}) is writing here; "
+                                       "wait for it or use another --out") from None
+                lock.unlink(missing_ok=True)  # stale lock from a killed run
+                continue
+            with os.fdopen(fd, "w") as handle:
+                handle.write(str(os.getpid()))
+            return
+        raise HyporagError(f"{lock}: could not take the results lock")
+
+    def _release(self) -> None:
+        (self.directory / LOCK).unlink(missing_ok=True)
+
+    def _check_settings(self) -> None:
+        path = self.directory / SETTINGS
+        if path.is_file():
+            try:
+                previous = json.loads(path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError:
+                previous = None
+            keys = ("dataset", "lms", "budget", "reasoning", "retriever", "index_fingerprint", "program")
+            changed = [k for k in keys if previous is not None and previous.get(k) != self.settings.get(k)]
+            if changed:
+                raise HyporagError(f"{path}: this results dir holds a run with different {', '.join(changed)}; "
+                                   "use another --out (rows from different settings must not mix)")
+        write_json_atomic(path, self.settings)
+
+    def _load_rows(self) -> list[dict]:
+        path = self.directory / ROWS
+        if not path.is_file():
+            return []
+        rows, good_bytes, torn = [], 0, False
+        with path.open("rb") as handle:
+            for raw in handle:
+                try:
+                    rows.append(json.loads(raw))
+                    good_bytes += len(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    torn = True
+                    break
+        if torn or (good_bytes and not path.read_bytes().endswith(b"\n")):
+            with path.open("r+b") as handle:  # drop the torn tail a kill -9 left behind
+                handle.truncate(good_bytes if torn else path.stat().st_size)
+                if not torn:
+                    handle.seek(0, os.SEEK_END)
+                    handle.write(b"\n")
+        return rows
+
+    def done(self) -> set[tuple[str, str]]:
+        return {(r["question_id"], r["method"]) for r in self.rows}
+
+    def append(self, row: dict) -> None:
+        line = json.dumps(row, ensure_ascii=False) + "\n"
+        with self._lock:
+            self._handle.write(line)
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self.rows.append(row)

@@ -1,0 +1,119 @@
+"""Baselines from the papers: no-retrieval CoT, simple RAG, rerank-RAG, one rewritten query, HyDE, Query2doc."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import dspy
+from hyporag.programs.base import MCQProgram, Trace
+from hyporag.programs.cost import CostMeter
+from hyporag.retrieval.hit import Hit
+from hyporag.signatures import HypotheticalDocument, Query2Doc, Rerank, RewriteQuery
+
+
+class CoT(MCQProgram):
+    """No retrieval: the answer step alone (the floor every retrieval method must beat)."""
+
+    method = "cot"
+    uses_retrieval = False
+
+    def __init__(self, retriever=None, **kwargs):
+        super().__init__(retriever=None, **kwargs)
+
+
+class SimpleRAG(MCQProgram):
+    """The question (MIRAGE's question-only rule by default) as the query; top-B passages."""
+
+    method = "rag"
+
+    def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
+        query = self.plain_query(question, options)
+        trace.queries.append(query)
+        return self.retriever.search(query, self.budget, mode=self.mode)
+
+
+class RerankRAG(MCQProgram):
+    """Retrieve a deeper pool, then rerank to B with an LM judgment (or a cross-encoder passed as `reranker`)."""
+
+    method = "rerank"
+
+    def __init__(self, *args, pool: int | None = None, reranker: Callable[[str, list[Hit]], list[Hit]] | None = None,
+                 snippet_chars: int = 300, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.pool = pool or 2 * self.budget
+        self.reranker = reranker
+        self.snippet_chars = snippet_chars
+        self.rerank = dspy.Predict(Rerank)
+
+    def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
+        query = self.plain_query(question, options)
+        trace.queries.append(query)
+        pool = self.retriever.search(query, self.pool, mode=self.mode)
+        if self.reranker is not None:
+            return self.reranker(query, pool)[: self.budget]
+        numbered = "\n".join(f"[{i}] {h.contents[: self.snippet_chars]}" for i, h in enumerate(pool, start=1))
+        with meter.step("hypothesis"), self.role("hypothesis"):
+            picked = self.rerank(question=question, options=self.retrieval_options(options), passages=numbered)
+        order: list[Hit] = []
+        for number in picked.useful_passages or []:
+            if isinstance(number, int) and 1 <= number <= len(pool) and pool[number - 1] not in order:
+                order.append(pool[number - 1])
+        order += [h for h in pool if h not in order]  # keep retrieval order for the rest of the budget
+        trace.extra["reranked"] = [h.id for h in order[: self.budget]]
+        return order
+
+
+class Rewriting(MCQProgram):
+    """One LM-rewritten query; `retrieval_sees_options=True` is the paper's `Rewriting+options` baseline."""
+
+    method = "rewrite"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rewrite = dspy.Predict(RewriteQuery)
+
+    def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
+        with meter.step("hypothesis"), self.role("hypothesis"):
+            query = self.rewrite(question=question, options=self.retrieval_options(options)).query
+        trace.queries.append(query)
+        return self.retriever.search(query, self.budget, mode=self.mode)
+
+
+class HyDE(MCQProgram):
+    """Hypothetical documents: generate N passages, search with the mean of their and the question's vectors."""
+
+    method = "hyde"
+
+    def __init__(self, *args, num_documents: int = 1, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.num_documents = num_documents
+        self.generate = dspy.Predict(HypotheticalDocument)
+
+    def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
+        documents = []
+        with meter.step("hypothesis"), self.role("hypothesis"):
+            for i in range(self.num_documents):
+                config = {"rollout_id": i, "temperature": 0.7} if self.num_documents > 1 else {}
+                documents.append(self.generate(question=question, options=self.retrieval_options(options),
+                                               config=config).passage)
+        trace.queries.extend(documents)
+        trace.hypothesis = {"documents": documents}
+        return self.retriever.search_pooled([question, *documents], self.budget, mode=self.mode)
+
+
+class Query2DocRAG(MCQProgram):
+    """Query2doc: one pseudo-document appended to the question forms the query."""
+
+    method = "q2d"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.expand = dspy.Predict(Query2Doc)
+
+    def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
+        with meter.step("hypothesis"), self.role("hypothesis"):
+            document = self.expand(question=question, options=self.retrieval_options(options)).pseudo_document
+        query = f"{question} {document}"
+        trace.queries.append(query)
+        trace.hypothesis = {"pseudo_document": document}
+        return self.retriever.search(query, self.budget, mode=self.mode)

@@ -1,0 +1,41 @@
+"""CHR: contrastive hypothesis retrieval.
+
+One LM call gives H+ (the likely answer) and H− (the most plausible wrong answer), both as statements; passages are
+ranked by sim(d,H+) − λ·sim(d,H−), one query vector on a dense index. λ is fixed or set per question from
+cos(ĥ+, ĥ−) by a schedule (linear, threshold, sigmoid).
+"""
+
+from __future__ import annotations
+
+import dspy
+from hyporag.programs.base import MCQProgram, Trace
+from hyporag.programs.cost import CostMeter
+from hyporag.retrieval.hit import Hit
+from hyporag.retrieval.lambda_schedule import LambdaSchedule
+from hyporag.signatures import ContrastiveHypotheses
+
+
+class CHR(MCQProgram):
+    method = "chr"
+    default_sees_options = True
+
+    def __init__(self, *args, schedule: LambdaSchedule | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.schedule = schedule or LambdaSchedule()
+        self.hypotheses = dspy.Predict(ContrastiveHypotheses)
+
+    def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
+        with meter.step("hypothesis"), self.role("hypothesis"):
+            result = self.hypotheses(question=question, options=self.retrieval_options(options))
+        h_plus = str(result.target_hypothesis or question)
+        h_minus = str(result.mimic_hypothesis or "")
+        similarity = self.retriever.hypothesis_similarity(h_plus, h_minus) if self.schedule.kind != "fixed" else None
+        lam = self.schedule(similarity if similarity is not None else 0.0)
+        trace.hypothesis = {"target": h_plus, "mimic": h_minus, "similarity": similarity, "lambda": lam}
+        trace.queries.extend([h_plus, h_minus])
+        if not h_minus.strip():
+            return self.retriever.search(h_plus, self.budget, mode=self.mode)
+        return self.retriever.search_contrastive(h_plus, h_minus, lam, self.budget, mode=self.mode)
+
+    def settings(self) -> dict:
+        return {**super().settings(), "schedule": self.schedule.to_dict()}

@@ -1,0 +1,78 @@
+"""Shared fixtures: fresh DSPy settings and no disk cache per test, a private cache dir, tiny corpora."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dspy
+import pytest
+
+from hyporag.paths import data_root
+
+SHARED = data_root()
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    """Each test gets its own cache dir and DSPy settings, with the LM cache off so DummyLM answers are fresh."""
+    monkeypatch.setenv("HYPORAG_CACHE_DIR", str(tmp_path / "cache"))
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+    with dspy.context(lm=None, adapter=None, track_usage=False):
+        yield
+
+
+PASSAGES = [
+    ("p1", "Pancreas", "Beta cells of the pancreatic islets secrete insulin in response to high blood glucose."),
+    ("p2", "Pancreas", "Alpha cells of the pancreas secrete glucagon when blood glucose falls."),
+    ("p3", "Liver", "The liver stores glycogen and releases glucose; it does not secrete insulin."),
+    ("p4", "Kidney", "The kidney filters blood and produces erythropoietin in response to hypoxia."),
+    ("p5", "Heart", "The heart pumps blood; cardiac myocytes are connected by intercalated discs."),
+    ("p6", "Thyroid", "Follicular cells of the thyroid produce thyroxine; parafollicular C cells secrete calcitonin."),
+    ("p7", "Adrenal", "The adrenal medulla secretes epinephrine; the cortex secretes cortisol and aldosterone."),
+    ("p8", "Pituitary", "The anterior pituitary secretes growth hormone, prolactin, ACTH, TSH, LH and FSH."),
+    ("p9", "Diabetes", "Type 1 diabetes results from autoimmune destruction of insulin-producing beta cells."),
+    ("p10", "Bone", "Osteoclasts resorb bone; osteoblasts lay down new bone matrix."),
+]
+
+
+def write_jsonl(path: Path, records: list) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def tiny_corpus_dir(tmp_path) -> Path:
+    directory = tmp_path / "corpus"
+    write_jsonl(directory / "a.jsonl", [{"id": i, "title": t, "contents": c} for i, t, c in PASSAGES[:6]])
+    write_jsonl(directory / "b.jsonl", [{"id": i, "title": t, "contents": c} for i, t, c in PASSAGES[6:]])
+    return directory
+
+
+@pytest.fixture
+def tiny_retriever(tiny_corpus_dir, tmp_path):
+    """BM25 + dense (hashing embedder) over the tiny corpus."""
+    from hyporag.retrieval import build_index, load_corpus, open_index
+
+    corpus = load_corpus(str(tiny_corpus_dir))
+    directory = build_index(corpus, tmp_path / "index", retriever="both", embedder_name="hashing-64",
+                            progress=False, log=lambda m: None)
+    return open_index(directory, corpus=corpus)
+
+
+QUESTIONS = [
+    {"id": "q1", "question": "Which cells secrete insulin?",
+     "options": {"A": "Alpha cells", "B": "Beta cells", "C": "Hepatocytes", "D": "Osteoclasts"}, "answer": "B"},
+    {"id": "q2", "question": "Which organ produces erythropoietin?",
+     "options": {"A": "Heart", "B": "Liver", "C": "Kidney", "D": "Bone"}, "answer": "C"},
+    {"id": "q3", "question": "What do osteoclasts do?",
+     "options": {"A": "Resorb bone", "B": "Secrete insulin", "C": "Pump blood"}, "answer": "A"},
+]
+
+
+@pytest.fixture
+def tiny_questions(tmp_path):
+    from hyporag.eval.records import load_records
+
+    return load_records(write_jsonl(tmp_path / "q.jsonl", QUESTIONS)).examples

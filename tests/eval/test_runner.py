@@ -1,0 +1,79 @@
+"""The evaluation runner: rows per (question, method), resume without recomputation, lock, torn-line recovery."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from dspy.utils import DummyLM
+from hyporag.eval.results_store import ResultsStore
+from hyporag.eval.runner import run_evaluation
+from hyporag.programs import make_program
+from hyporag.programs.lm import LMRoles
+
+from hyporag.errors import HyporagError
+
+SETTINGS = {"dataset": "tiny", "lms": {"answer": "dummy"}, "budget": 2}
+
+
+def programs(answers):
+    lm = DummyLM([{"answer": a} for a in answers])
+    return {"cot": make_program("cot", roles=LMRoles.from_lms(lm))}, lm
+
+
+def test_rows_summary_and_resume(tiny_questions, tmp_path):
+    progs, lm = programs(["B", "A", "A"])
+    summary = run_evaluation(progs, tiny_questions, tmp_path / "run", SETTINGS, progress=False)
+    assert summary[0]["n"] == 3 and summary[0]["accuracy"] == pytest.approx(2 / 3)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert {r["question_id"] for r in rows} == {"q1", "q2", "q3"} and all(r["calls"] == 1 for r in rows)
+    progs, lm = programs([])
+    run_evaluation(progs, tiny_questions, tmp_path / "run", SETTINGS, progress=False)
+    assert lm.history == []  # nothing recomputed
+
+
+def test_torn_last_line_is_dropped_and_redone(tiny_questions, tmp_path):
+    progs, _ = programs(["B", "C", "A"])
+    run_evaluation(progs, tiny_questions, tmp_path / "run", SETTINGS, progress=False)
+    path = tmp_path / "run" / "results.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:2]) + lines[2][: len(lines[2]) // 2])  # what kill -9 mid-write leaves
+    progs, lm = programs(["A"])
+    summary = run_evaluation(progs, tiny_questions, tmp_path / "run", SETTINGS, progress=False)
+    assert len(lm.history) == 1 and summary[0]["n"] == 3
+    assert all(json.loads(line) for line in path.read_text().splitlines())
+
+
+def test_failing_question_is_recorded_not_fatal(tiny_questions, tmp_path):
+    class Boom:
+        def __call__(self, question, options):
+            if "insulin" in question:
+                raise RuntimeError("backend down")
+            return make_program("cot", roles=LMRoles.from_lms(DummyLM([{"answer": "C"}])))(question=question,
+                                                                                           options=options)
+
+    summary = run_evaluation({"cot": Boom()}, tiny_questions, tmp_path / "run", SETTINGS, progress=False)
+    assert summary[0]["errors"] == 1 and summary[0]["n"] == 3
+
+
+def test_second_live_writer_is_refused(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / ".lock").write_text(str(os.getppid()))
+    with pytest.raises(HyporagError, match="another evaluation"), ResultsStore(tmp_path / "run", SETTINGS):
+        pass
+
+
+def test_stale_lock_is_taken_over(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / ".lock").write_text("999999999")
+    with ResultsStore(tmp_path / "run", SETTINGS) as store:
+        assert store.rows == []
+
+
+def test_changed_settings_are_refused(tmp_path):
+    with ResultsStore(tmp_path / "run", SETTINGS):
+        pass
+    with pytest.raises(HyporagError, match="different budget"), ResultsStore(tmp_path / "run", {**SETTINGS,
+                                                                                               "budget": 9}):
+        pass

@@ -1,0 +1,139 @@
+"""Programs under DummyLM: exact LM and retrieval call counts, hidden hypothesis, budget, dedup, ablations."""
+
+from __future__ import annotations
+
+import dspy
+import pytest
+from dspy.utils import DummyLM
+from hyporag.programs import make_program
+from hyporag.programs.lm import LMRoles
+
+HYPOTHESIS = {"likely_option": "B", "discriminating_features": ["beta cells", "islets"],
+              "expected_evidence": "beta cells secrete insulin", "rationale": "ZEBRA-RATIONALE"}
+QUERIES = {"support_query": "beta cells secrete insulin", "distinction_query": "alpha cells glucagon",
+           "key_features_query": "pancreatic islets"}
+CONTRAST = {"target_hypothesis": "Beta cells secrete insulin.", "mimic_hypothesis": "Alpha cells secrete glucagon."}
+ANSWER = {"answer": "B"}
+
+SCRIPTS = {
+    "cot": [ANSWER],
+    "rag": [ANSWER],
+    "rerank": [{"useful_passages": [2, 1]}, ANSWER],
+    "rewrite": [{"query": "insulin secreting cells"}, ANSWER],
+    "rewrite+options": [{"query": "insulin secreting cells"}, ANSWER],
+    "hyde": [{"passage": "Beta cells in pancreatic islets secrete insulin."}, ANSWER],
+    "q2d": [{"pseudo_document": "Insulin is made by beta cells."}, ANSWER],
+    "hcqr": [HYPOTHESIS, QUERIES, ANSWER],
+    "hcqr-no-support": [HYPOTHESIS, QUERIES, ANSWER],
+    "hcqr-no-distinction": [HYPOTHESIS, QUERIES, ANSWER],
+    "hcqr-no-key-features": [HYPOTHESIS, QUERIES, ANSWER],
+    "hcqr-no-options": [HYPOTHESIS, QUERIES, ANSWER],
+    "hcqr-show-hypothesis": [HYPOTHESIS, QUERIES, ANSWER],
+    "chr": [CONTRAST, ANSWER],
+    "chr-linear": [CONTRAST, ANSWER],
+    "chr-threshold": [CONTRAST, ANSWER],
+    "chr-sigmoid": [CONTRAST, ANSWER],
+}
+SEARCHES = {"cot": 0, "hcqr": 1, "hcqr-no-support": 1}  # HCQR searches its queries in ONE batched call
+
+
+class CountingRetriever:
+    """Wraps a retriever and counts every search entry point."""
+
+    def __init__(self, inner):
+        self.inner, self.calls, self.queries = inner, 0, []
+
+    def __getattr__(self, name):
+        attr = getattr(self.inner, name)
+        if not name.startswith("search"):
+            return attr
+
+        def counted(*args, **kwargs):
+            self.calls += 1
+            self.queries.append(args[0])
+            return attr(*args, **kwargs)
+
+        return counted
+
+
+def run(method, retriever, budget=3, **kwargs):
+    lm = DummyLM(SCRIPTS[method])
+    counting = CountingRetriever(retriever)
+    program = make_program(method, retriever=counting, roles=LMRoles.from_lms(lm), budget=budget, **kwargs)
+    prediction = program(question="Which cells secrete insulin?",
+                         options={"A": "Alpha cells", "B": "Beta cells", "C": "Hepatocytes", "D": "Osteoclasts"})
+    return prediction, lm, counting
+
+
+@pytest.mark.parametrize("method", sorted(SCRIPTS))
+def test_each_method_makes_exactly_its_calls(method, tiny_retriever):
+    prediction, lm, counting = run(method, tiny_retriever)
+    assert prediction.answer == "B" and not prediction.parse_failure
+    assert len(lm.history) == len(SCRIPTS[method])
+    assert prediction.cost["calls"] == len(SCRIPTS[method])
+    assert counting.calls == SEARCHES.get(method, 1)
+    assert len(prediction.passages) <= 3
+    assert len({p["id"] for p in prediction.passages}) == len(prediction.passages)
+    if method != "cot":
+        assert prediction.passages and prediction.retrieval_sees_options in (True, False)
+
+
+def test_hcqr_hides_hypothesis_from_answer_prompt(tiny_retriever):
+    _, lm, _ = run("hcqr", tiny_retriever)
+    answer_prompt = str(lm.history[-1]["messages"])
+    assert "ZEBRA-RATIONALE" not in answer_prompt
+    assert "ZEBRA-RATIONALE" in str(lm.history[1]["messages"]) or "beta cells" in str(lm.history[1]["messages"])
+
+
+def test_show_hypothesis_ablation_reveals_it(tiny_retriever):
+    _, lm, _ = run("hcqr-show-hypothesis", tiny_retriever)
+    assert "ZEBRA-RATIONALE" in str(lm.history[-1]["messages"])
+
+
+def test_hcqr_issues_the_selected_queries_in_one_batch(tiny_retriever):
+    prediction, _, counting = run("hcqr", tiny_retriever, budget=5)
+    assert counting.queries[0] == list(QUERIES.values())
+    assert prediction.queries == list(QUERIES.values())
+    prediction, _, counting = run("hcqr-no-distinction", tiny_retriever)
+    assert counting.queries[0] == [QUERIES["support_query"], QUERIES["key_features_query"]]
+
+
+def test_hcqr_options_ablation_hides_options_from_hypothesis(tiny_retriever):
+    prediction, lm, _ = run("hcqr-no-options", tiny_retriever)
+    assert prediction.retrieval_sees_options is False
+    assert "Osteoclasts" not in str(lm.history[0]["messages"])
+    prediction, lm, _ = run("hcqr", tiny_retriever)
+    assert prediction.retrieval_sees_options is True
+    assert "Osteoclasts" in str(lm.history[0]["messages"])
+
+
+def test_rag_question_only_by_default(tiny_retriever):
+    prediction, _, counting = run("rag", tiny_retriever)
+    assert counting.queries == ["Which cells secrete insulin?"] and prediction.retrieval_sees_options is False
+    prediction, _, counting = run("rag", tiny_retriever, retrieval_sees_options=True)
+    assert "Osteoclasts" in counting.queries[0]
+
+
+def test_budget_caps_context_for_every_program(tiny_retriever):
+    for method in ("rag", "hcqr", "chr", "rerank"):
+        prediction, _, _ = run(method, tiny_retriever, budget=2)
+        assert len(prediction.passages) <= 2
+
+
+def test_chr_records_lambda_and_hypotheses(tiny_retriever):
+    prediction, _, counting = run("chr-linear", tiny_retriever)
+    assert prediction.hypothesis["target"] == CONTRAST["target_hypothesis"]
+    assert 0.0 <= prediction.hypothesis["lambda"] <= 1.0 and prediction.hypothesis["similarity"] is not None
+
+
+def test_unparseable_answer_is_a_counted_parse_failure(tiny_retriever):
+    lm = DummyLM([{"answer": "Z"}] * 3)
+    program = make_program("cot", roles=LMRoles.from_lms(lm))
+    with dspy.context(adapter=dspy.ChatAdapter()):
+        prediction = program(question="Q?", options={"A": "x", "B": "y"})
+    assert prediction.answer is None and prediction.parse_failure
+
+
+def test_retrieval_program_without_retriever_is_a_clear_error():
+    with pytest.raises(ValueError, match="needs a retriever"):
+        make_program("rag", retriever=None)

@@ -1,0 +1,148 @@
+"""Retrieval: index round trip, modes, the contrastive query vector against brute force, refusals, budget merge."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hyporag.retrieval import Hit, LambdaSchedule, build_index, load_corpus, merge_to_budget, open_index
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hyporag.errors import DataError, IndexMismatchError
+from tests.conftest import PASSAGES, write_jsonl
+
+
+def test_bm25_dense_hybrid_find_the_insulin_passage(tiny_retriever):
+    for mode in ("bm25", "dense", "hybrid"):
+        hits = tiny_retriever.search("which cells secrete insulin", 3, mode=mode)
+        assert hits and len(hits) <= 3
+        assert "p1" in [h.id for h in hits], mode
+
+
+def test_search_many_matches_single_searches(tiny_retriever):
+    queries = ["insulin beta cells", "bone resorption osteoclasts", "erythropoietin kidney"]
+    for mode in ("bm25", "dense", "hybrid"):
+        batched = tiny_retriever.search_many(queries, 4, mode=mode)
+        assert [[h.id for h in hits] for hits in batched] == [
+            [h.id for h in tiny_retriever.search(q, 4, mode=mode)] for q in queries]
+
+
+def test_contrastive_vector_equals_brute_force(tiny_retriever):
+    """d·(ĥ+ − λĥ−) searched once ranks exactly like scoring every passage with sim(d,H+) − λ·sim(d,H−)."""
+    h_plus, h_minus, lam = "beta cells secrete insulin", "alpha cells secrete glucagon", 0.7
+    dense = tiny_retriever.dense
+    vectors = dense.index.reconstruct_n(0, dense.index.ntotal)
+    a, b = dense.encode([h_plus, h_minus])
+    brute = vectors @ a - lam * (vectors @ b)
+    expected_rows = np.argsort(-brute, kind="stable")[:5]
+    hits = tiny_retriever.search_contrastive(h_plus, h_minus, lam, 5, mode="dense")
+    store_ids = [p.id for p in tiny_retriever.store.get(list(expected_rows))]
+    assert [h.id for h in hits] == store_ids
+    np.testing.assert_allclose([h.score for h in hits], brute[expected_rows], rtol=1e-5, atol=1e-6)
+
+
+def test_contrastive_pushes_mimic_passage_down(tiny_retriever):
+    plain = [h.id for h in tiny_retriever.search("pancreas secretes insulin glucagon", 10, mode="bm25")]
+    contrast = [h.id for h in tiny_retriever.search_contrastive(
+        "pancreas beta cells secrete insulin", "pancreas alpha cells secrete glucagon", 1.0, 10, mode="bm25")]
+    assert contrast.index("p2") > contrast.index("p1")
+    assert "p2" in plain
+
+
+@pytest.mark.parametrize("kind", ["linear", "threshold", "sigmoid"])
+def test_adaptive_lambda_falls_as_hypotheses_converge(kind):
+    schedule = LambdaSchedule(kind, lam_min=0.1, lam_max=1.0, tau=0.6)
+    assert schedule(0.1) >= schedule(0.95)
+    assert 0.1 <= schedule(0.95) <= 1.0
+
+
+def test_mismatched_corpus_is_refused(tiny_retriever, tiny_corpus_dir, tmp_path):
+    other = write_jsonl(tmp_path / "other" / "c.jsonl", [{"id": "z", "title": "", "contents": "different text"}])
+    with pytest.raises(IndexMismatchError, match="does not match"):
+        open_index(tiny_retriever.directory, corpus=load_corpus(str(other)))
+
+
+def test_truncated_and_missing_index_files_are_refused(tiny_retriever):
+    directory = tiny_retriever.directory
+    vectors = directory / "dense" / "vectors.npy"
+    vectors.write_bytes(vectors.read_bytes()[:-16])
+    with pytest.raises(IndexMismatchError, match="truncated or replaced"):
+        open_index(directory)
+    vectors.unlink()
+    with pytest.raises(IndexMismatchError, match="index file missing"):
+        open_index(directory)
+
+
+def test_incompatible_manifest_version_is_refused(tiny_retriever):
+    path = tiny_retriever.directory / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["format_version"] = 999
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(IndexMismatchError, match="index format 999"):
+        open_index(tiny_retriever.directory)
+
+
+def test_rebuild_resumes_and_reuses_finished_parts(tiny_corpus_dir, tmp_path):
+    corpus = load_corpus(str(tiny_corpus_dir))
+    messages: list[str] = []
+    directory = build_index(corpus, tmp_path / "ix", retriever="bm25", progress=False, log=messages.append)
+    assert any("bm25" in m for m in messages)
+    messages.clear()
+    build_index(corpus, directory, retriever="both", embedder_name="hashing-32", progress=False, log=messages.append)
+    assert not any(m.startswith("bm25") or m.startswith("passage store") for m in messages)
+    assert any(m.startswith("dense") for m in messages)
+
+
+def test_corpus_errors(tmp_path):
+    empty = tmp_path / "empty"
+    write_jsonl(empty / "e.jsonl", [{"id": "a", "contents": "  "}])
+    with pytest.raises(DataError, match="no passages with text"):
+        list(load_corpus(str(empty)))
+    dup = tmp_path / "dup"
+    write_jsonl(dup / "d.jsonl", [{"id": "a", "contents": "x"}, {"id": "a", "contents": "y"}])
+    with pytest.raises(DataError, match=r"d\.jsonl:2: duplicate passage id 'a'"):
+        list(load_corpus(str(dup)))
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "b.jsonl").write_bytes(b'{"id": "a", "contents": "ok"}\n{"id": "b", "contents": "\xff\xfe"}\n')
+    with pytest.raises(DataError, match=r"b\.jsonl:2: not UTF-8"):
+        list(load_corpus(str(bad)))
+
+
+def test_empty_passages_are_skipped_and_counted(tmp_path):
+    directory = tmp_path / "c"
+    write_jsonl(directory / "c.jsonl", [{"id": "a", "contents": "text"}, {"id": "b", "contents": ""}])
+    corpus = load_corpus(str(directory))
+    assert [p.id for p in corpus] == ["a"] and corpus.empty_skipped == 1
+
+
+def _hit(pid: str, score: float = 0.0) -> Hit:
+    return Hit(pid, "", "", score)
+
+
+def test_round_robin_gives_each_query_its_share():
+    lists = [[_hit(f"a{i}") for i in range(10)], [_hit(f"b{i}") for i in range(10)], [_hit("a0"), _hit("c1")]]
+    merged = [h.id for h in merge_to_budget(lists, 5)]
+    assert merged == ["a0", "b0", "a1", "b1", "c1"]
+
+
+def test_score_policy_orders_globally():
+    lists = [[_hit("a", 0.2), _hit("b", 0.1)], [_hit("c", 0.9), _hit("a", 0.5)]]
+    assert [h.id for h in merge_to_budget(lists, 3, "score")] == ["c", "a", "b"]
+
+
+ids = st.lists(st.sampled_from([p[0] for p in PASSAGES]), max_size=12)
+
+
+@given(st.lists(ids, min_size=1, max_size=4), st.integers(min_value=0, max_value=20),
+       st.sampled_from(["round_robin", "score"]))
+def test_merge_properties(id_lists, budget, policy):
+    lists = [[_hit(i, float(-n)) for n, i in enumerate(dict.fromkeys(ranked))] for ranked in id_lists]
+    merged = merge_to_budget(lists, budget, policy)
+    assert len(merged) <= budget
+    assert len({h.id for h in merged}) == len(merged)
+    if policy == "round_robin" and budget >= len(lists):
+        firsts = {r[0].id for r in lists if r}
+        assert all(any(h.id == f for h in merged) for f in firsts)

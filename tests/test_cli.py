@@ -1,0 +1,35 @@
+"""The CLI: user errors are one line with exit status 2; data list names every dataset and corpus."""
+
+from __future__ import annotations
+
+import pytest
+
+from hyporag.cli import main
+from tests.conftest import SHARED
+
+
+@pytest.mark.skipif(SHARED is None, reason="needs ../shared/data")
+def test_data_list_prints_every_name_with_counts(capsys):
+    assert main(["data", "list"]) == 0
+    out = capsys.readouterr().out
+    for name, count in [("medqa", 1273), ("medqa-dev", 1272), ("medmcqa", 4183), ("medcorp-local", 71376)]:
+        assert any(line.split()[1] == name and line.split()[2] == str(count) for line in out.splitlines())
+
+
+def test_bad_option_is_exit_2_one_line(capsys):
+    assert main(["ask", "--question", "Q?", "--option", "A-x", "--option", "B=y", "--method", "cot"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "LETTER=TEXT" in err
+
+
+def test_bad_dataset_file_is_exit_2_naming_line(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "Q", "options": {"A": "x", "B": "y"}, "answer": "A"}\n{oops\n')
+    assert main(["eval", "--dataset", str(bad), "--methods", "cot", "--lm", "openai/none"]) == 2
+    assert f"{bad}:2: not JSON" in capsys.readouterr().err
+
+
+def test_unknown_local_model_is_exit_2(capsys):
+    assert main(["ask", "--question", "Q?", "--option", "A=x", "--option", "B=y", "--method", "cot",
+                 "--lm", "local:nope"]) == 2
+    assert "unknown local model" in capsys.readouterr().err
