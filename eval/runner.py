@@ -1,6 +1,7 @@
 """Run several methods on the same questions, in threads, with a progress bar; resume what a killed run finished.
 
-One failing question never stops the run: its row records the error and counts as wrong.
+One failing question never stops the run: its row records the error and counts as wrong. The judge (when on)
+labels each question's final context in the same worker, so a resumed run never re-judges finished rows.
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import dspy
-from hyporag.eval.metrics import format_table, summarize
+from hyporag.eval.evidence import option_evidence
+from hyporag.eval.report import write_report
 from hyporag.eval.results_store import ResultsStore
+
+DEBUG = False
 
 
 def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction | None, seconds: float,
@@ -22,7 +26,8 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
     """The per-question JSONL record (also what the CI gate and reports read)."""
     cost = getattr(prediction, "cost", None) or {}
     answer = getattr(prediction, "answer", None)
-    return {
+    passages = getattr(prediction, "passages", None) or []
+    row = {
         "question_id": example.id,
         "method": method,
         "answer": answer,
@@ -30,7 +35,7 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "correct": answer == example.answer,
         "parse_failure": bool(getattr(prediction, "parse_failure", False)),
         "error": error,
-        "passage_ids": [p["id"] for p in getattr(prediction, "passages", None) or []],
+        "passage_ids": [p["id"] for p in passages],
         "queries": getattr(prediction, "queries", None) or [],
         "hypothesis": getattr(prediction, "hypothesis", None),
         "retrieval_sees_options": getattr(prediction, "retrieval_sees_options", None),
@@ -40,43 +45,51 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "cost_by_role": cost.get("by_role", {}),
         "seconds": round(seconds, 3),
     }
+    if passages:
+        row.update(option_evidence(example.options, example.answer, [p["contents"] for p in passages]))
+    return row
 
 
-def run_one(program: Callable, example: dspy.Example, method: str) -> dict[str, Any]:
+def run_one(program: Callable, example: dspy.Example, method: str, judge: Callable | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         prediction = program(question=example.question, options=example.options)
     except Exception as exc:  # a failing question is recorded, never fatal to the run
-        detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-        if getattr(run_one, "debug", False):
+        if DEBUG:
             traceback.print_exc()
+        detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
         return result_row(example, method, None, time.perf_counter() - started, error=detail)
-    return result_row(example, method, prediction, time.perf_counter() - started)
+    row = result_row(example, method, prediction, time.perf_counter() - started)
+    if judge is not None and prediction.passages:
+        try:
+            verdict = judge(question=example.question, options=example.options, answer=example.answer,
+                            passages=prediction.passages)
+            row.update(judge_label=verdict.label, judge_reason=verdict.reason, judge_calls=verdict.cost["calls"],
+                       judge_input_tokens=verdict.cost["input_tokens"],
+                       judge_output_tokens=verdict.cost["output_tokens"])
+        except Exception as exc:  # the answer stands; only the label is missing
+            row["judge_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    return row
 
 
 def run_evaluation(programs: dict[str, Callable], examples: Sequence[dspy.Example], out_dir: str | Path,
-                   settings: dict[str, Any], threads: int = 1, progress: bool = True) -> list[dict]:
-    """Evaluate every (question, method) pair not already in `out_dir`; returns the per-method summary."""
+                   settings: dict[str, Any], threads: int = 1, progress: bool = True,
+                   judge: Callable | None = None) -> dict:
+    """Evaluate every (question, method) pair not already in `out_dir`; returns the report (summary per method)."""
     from tqdm import tqdm
-
-    from hyporag.atomic import write_json_atomic, write_text_atomic
 
     out_dir = Path(out_dir)
     with ResultsStore(out_dir, settings) as store:
         done = store.done()
         todo = [(m, e) for e in examples for m in programs if (e.id, m) not in done]
-        bar = tqdm(total=len(examples) * len(programs), initial=len(examples) * len(programs) - len(todo),
-                   desc="eval", unit="answer", disable=not progress)
+        total = len(examples) * len(programs)
+        bar = tqdm(total=total, initial=total - len(todo), desc="eval", unit="answer", disable=not progress)
         with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-            futures = [pool.submit(run_one, programs[m], e, m) for m, e in todo]
+            futures = [pool.submit(run_one, programs[m], e, m, judge) for m, e in todo]
             for future in as_completed(futures):
                 store.append(future.result())
                 bar.update(1)
         bar.close()
         wanted = {(e.id, m) for e in examples for m in programs}
         rows = [r for r in store.rows if (r["question_id"], r["method"]) in wanted]
-        order = {m: i for i, m in enumerate(programs)}
-        summary = sorted(summarize(rows), key=lambda s: order.get(s["method"], 99))
-        write_json_atomic(out_dir / "summary.json", {"settings": settings, "methods": summary})
-        write_text_atomic(out_dir / "summary.md", format_table(summary) + "\n")
-    return summary
+        return write_report(rows, settings, list(programs), out_dir)

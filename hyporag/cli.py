@@ -90,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--threads", type=int, default=1)
     ev.add_argument("--out", help="results directory (default runs/<dataset>)")
     ev.add_argument("--skip-bad-rows", action="store_true")
+    ev.add_argument("--dur", action="store_true", help="judge each context (Entailed/Useful/NotUseful) with --judge-lm")
+    ev.add_argument("--fail-under", action="append", default=[], metavar="METHOD=ACC",
+                    help="exit 1 when METHOD's accuracy is below ACC (repeatable): a CI gate")
+    ev.add_argument("--junit", metavar="PATH", help="write a JUnit XML file, one test case per method")
 
     demo = sub.add_parser("demo", help="the main job on embedded defaults, sized to finish in ~5 minutes")
     _add_data_args(demo)
@@ -209,10 +213,13 @@ def select_examples(examples: list, limit: int | None, seed: int) -> list:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from hyporag.eval import runner
+    from hyporag.eval.ci_gate import check_bars, parse_bars, write_junit
     from hyporag.eval.datasets import load_benchmark
-    from hyporag.eval.metrics import format_table
-    from hyporag.eval.runner import run_evaluation
+    from hyporag.eval.judge import ContextJudge
+    from hyporag.eval.report import markdown
 
+    bars = parse_bars(args.fail_under)
     report = load_benchmark(args.dataset, args.data_dir, skip_bad_rows=args.skip_bad_rows)
     if report.skipped:
         print(f"skipped {len(report.skipped)} bad rows (first: {report.skipped[0]})", file=sys.stderr)
@@ -224,13 +231,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
     out = Path(args.out or Path("runs") / Path(args.dataset).stem)
     settings = {"dataset": args.dataset, "dataset_source": report.source, "n": len(examples), "seed": args.seed,
                 "methods": methods, "lms": roles.specs(), "budget": args.budget, "reasoning": args.reasoning,
-                "retriever": getattr(retriever, "mode", None),
+                "retriever": getattr(retriever, "mode", None), "dur": args.dur,
                 "index_fingerprint": getattr(retriever, "fingerprint", None),
                 "program": {m: p.settings() for m, p in programs.items()}}
-    summary = run_evaluation(programs, examples, out, settings, threads=args.threads)
-    print(format_table(summary))
-    print(f"results: {out}/results.jsonl, {out}/summary.json, {out}/summary.md")
-    return 0
+    runner.DEBUG = args.debug
+    judge = ContextJudge(roles.judge) if args.dur else None
+    result = runner.run_evaluation(programs, examples, out, settings, threads=args.threads, judge=judge)
+    print(markdown(result))
+    print(f"results: {out}/results.jsonl, summary.json, summary.md, summary.csv"
+          + "".join(f", {Path(p).name}" for p in result.get("plots", [])))
+    if args.junit:
+        write_junit(args.junit, result["methods"], bars, suite=f"hyporag-eval-{Path(args.dataset).stem}")
+    failures = check_bars(result["methods"], bars)
+    for failure in failures:
+        print(f"hyporag: below bar: {failure}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -24,8 +24,10 @@ def programs(answers):
 
 def test_rows_summary_and_resume(tiny_questions, tmp_path):
     progs, lm = programs(["B", "A", "A"])
-    summary = run_evaluation(progs, tiny_questions, tmp_path / "run", SETTINGS, progress=False)
+    summary = run_evaluation(progs, tiny_questions, tmp_path / "run", SETTINGS, progress=False)["methods"]
     assert summary[0]["n"] == 3 and summary[0]["accuracy"] == pytest.approx(2 / 3)
+    assert {p.name for p in (tmp_path / "run").iterdir()} >= {"summary.json", "summary.md", "summary.csv",
+                                                               "accuracy.png", "results.jsonl", "run.json"}
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert {r["question_id"] for r in rows} == {"q1", "q2", "q3"} and all(r["calls"] == 1 for r in rows)
     progs, lm = programs([])
@@ -40,7 +42,7 @@ def test_torn_last_line_is_dropped_and_redone(tiny_questions, tmp_path):
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:2]) + lines[2][: len(lines[2]) // 2])  # what kill -9 mid-write leaves
     progs, lm = programs(["A"])
-    summary = run_evaluation(progs, tiny_questions, tmp_path / "run", SETTINGS, progress=False)
+    summary = run_evaluation(progs, tiny_questions, tmp_path / "run", SETTINGS, progress=False)["methods"]
     assert len(lm.history) == 1 and summary[0]["n"] == 3
     assert all(json.loads(line) for line in path.read_text().splitlines())
 
@@ -53,7 +55,7 @@ def test_failing_question_is_recorded_not_fatal(tiny_questions, tmp_path):
             return make_program("cot", roles=LMRoles.from_lms(DummyLM([{"answer": "C"}])))(question=question,
                                                                                            options=options)
 
-    summary = run_evaluation({"cot": Boom()}, tiny_questions, tmp_path / "run", SETTINGS, progress=False)
+    summary = run_evaluation({"cot": Boom()}, tiny_questions, tmp_path / "run", SETTINGS, progress=False)["methods"]
     assert summary[0]["errors"] == 1 and summary[0]["n"] == 3
 
 

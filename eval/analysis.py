@@ -1,0 +1,90 @@
+"""Analyses over result rows that the papers report: paired tests against simple RAG, DUR, utility-conditioned
+accuracy against no-retrieval CoT (HCQR Table 4), top-5 overlap on disagreements (CHR Table 4), evidence rates."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from itertools import combinations
+
+from hyporag.eval.judge import LABELS
+from hyporag.eval.paired import paired_comparison
+
+
+def _by_method(rows: list[dict]) -> dict[str, dict[str, dict]]:
+    grouped: dict[str, dict[str, dict]] = defaultdict(dict)
+    for row in rows:
+        grouped[row["method"]][row["question_id"]] = row
+    return grouped
+
+
+def paired_against(rows: list[dict], baseline: str = "rag") -> dict[str, dict]:
+    grouped = _by_method(rows)
+    if baseline not in grouped:
+        return {}
+    base = {q: bool(r["correct"]) for q, r in grouped[baseline].items()}
+    return {m: paired_comparison({q: bool(r["correct"]) for q, r in qs.items()}, base)
+            for m, qs in grouped.items() if m != baseline}
+
+
+def dur(rows: list[dict]) -> dict[str, dict]:
+    """Per method: label counts over judged questions and DUR = (Entailed + Useful) / judged."""
+    out = {}
+    for method, qs in _by_method(rows).items():
+        labels = [r.get("judge_label") for r in qs.values() if r.get("judge_label")]
+        if not labels:
+            continue
+        counts = {label: labels.count(label) for label in LABELS}
+        out[method] = {"judged": len(labels), **counts,
+                       "dur": (counts["Entailed"] + counts["Useful"]) / len(labels)}
+    return out
+
+
+def utility_conditioned_accuracy(rows: list[dict], reference: str = "cot") -> dict[str, dict]:
+    """Accuracy within each judge label, and its difference from `reference` (no retrieval) on the same questions."""
+    grouped = _by_method(rows)
+    ref = grouped.get(reference, {})
+    out: dict[str, dict] = {}
+    for method, qs in grouped.items():
+        per_label = {}
+        for label in LABELS:
+            ids = [q for q, r in qs.items() if r.get("judge_label") == label]
+            if not ids:
+                continue
+            acc = sum(bool(qs[q]["correct"]) for q in ids) / len(ids)
+            shared = [q for q in ids if q in ref]
+            ref_acc = sum(bool(ref[q]["correct"]) for q in shared) / len(shared) if shared else None
+            per_label[label] = {"n": len(ids), "accuracy": acc,
+                                "delta_vs_" + reference: None if ref_acc is None else acc - ref_acc}
+        if per_label:
+            out[method] = per_label
+    return out
+
+
+def disagreement_overlap(rows: list[dict], top: int = 5) -> list[dict]:
+    """Mean Jaccard overlap of two methods' top-`top` passage ids where exactly one of them is right."""
+    grouped = _by_method(rows)
+    retrieving = [m for m, qs in grouped.items() if any(r.get("passage_ids") for r in qs.values())]
+    out = []
+    for a, b in combinations(retrieving, 2):
+        overlaps = []
+        for q in set(grouped[a]) & set(grouped[b]):
+            ra, rb = grouped[a][q], grouped[b][q]
+            if bool(ra["correct"]) != bool(rb["correct"]):
+                sa, sb = set(ra["passage_ids"][:top]), set(rb["passage_ids"][:top])
+                overlaps.append(len(sa & sb) / len(sa | sb) if sa | sb else 1.0)
+        if overlaps:
+            out.append({"a": a, "b": b, "disagreements": len(overlaps), "mean_jaccard": sum(overlaps) / len(overlaps)})
+    return out
+
+
+def evidence_rates(rows: list[dict]) -> dict[str, dict]:
+    out = {}
+    for method, qs in _by_method(rows).items():
+        with_context = [r for r in qs.values() if r.get("passage_ids")]
+        if with_context:
+            out[method] = {
+                "gold_in_context": sum(bool(r.get("gold_in_context")) for r in with_context) / len(with_context),
+                "distractor_in_context": sum(bool(r.get("distractor_in_context")) for r in with_context)
+                / len(with_context),
+            }
+    return out

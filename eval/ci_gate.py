@@ -1,0 +1,53 @@
+"""CI use: `--fail-under METHOD=ACC` bars and a JUnit XML file a user's CI can gate on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+from hyporag.atomic import write_text_atomic
+from hyporag.errors import HyporagError
+
+
+def parse_bars(items: list[str]) -> dict[str, float]:
+    bars = {}
+    for item in items:
+        method, sep, value = item.partition("=")
+        try:
+            bar = float(value)
+        except ValueError:
+            bar = -1.0
+        if not sep or not method.strip() or not 0.0 <= bar <= 1.0:
+            raise HyporagError(f"--fail-under {item!r}: expected METHOD=ACCURACY with accuracy in [0, 1]")
+        bars[method.strip()] = bar
+    return bars
+
+
+def check_bars(summary: list[dict], bars: dict[str, float]) -> list[str]:
+    """One failure message per method below its bar (or missing from the run)."""
+    by_method = {s["method"]: s for s in summary}
+    failures = []
+    for method, bar in bars.items():
+        if method not in by_method:
+            failures.append(f"{method}: not in this run")
+        elif by_method[method]["accuracy"] < bar:
+            failures.append(f"{method}: accuracy {by_method[method]['accuracy']:.3f} < {bar:.3f}")
+    return failures
+
+
+def write_junit(path: str | Path, summary: list[dict], bars: dict[str, float], suite: str) -> None:
+    failures = dict(f.split(": ", 1) for f in check_bars(summary, bars))
+    cases = []
+    for s in summary:
+        name = quoteattr(s["method"])
+        body = (f'<failure message={quoteattr(failures[s["method"]])}/>' if s["method"] in failures else "")
+        cases.append(f'  <testcase classname={quoteattr(suite)} name={name} time="{s["seconds_per_q"] * s["n"]:.1f}">'
+                     f'<system-out>accuracy={s["accuracy"]:.4f} n={s["n"]} '
+                     f'ci95=[{s["ci95_low"]:.4f},{s["ci95_high"]:.4f}]</system-out>{body}</testcase>')
+    for method in bars:
+        if method not in {s["method"] for s in summary}:
+            cases.append(f'  <testcase classname={quoteattr(suite)} name={quoteattr(method)}>'
+                         f'<failure message="not in this run"/></testcase>')
+    xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name={quoteattr(suite)} tests="{len(cases)}" '
+           f'failures="{sum("<failure" in c for c in cases)}">\n' + "\n".join(cases) + "\n</testsuite>\n")
+    write_text_atomic(path, xml)

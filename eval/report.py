@@ -1,0 +1,129 @@
+"""Write the side-by-side report of a results directory: summary.json/.md/.csv and PNG plots."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from hyporag.eval import analysis
+from hyporag.eval.metrics import format_table, summarize
+
+from hyporag.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
+
+
+def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> dict:
+    order = {m: i for i, m in enumerate(method_order)}
+    summary = sorted(summarize(rows), key=lambda s: order.get(s["method"], 99))
+    durs = analysis.dur(rows)
+    paired = analysis.paired_against(rows, "rag")
+    evidence = analysis.evidence_rates(rows)
+    for s in summary:
+        m = s["method"]
+        s["dur"] = durs.get(m, {}).get("dur")
+        s["vs_rag_difference"] = paired.get(m, {}).get("difference")
+        s["vs_rag_p_value"] = paired.get(m, {}).get("p_value")
+        s["gold_in_context"] = evidence.get(m, {}).get("gold_in_context")
+        s["distractor_in_context"] = evidence.get(m, {}).get("distractor_in_context")
+    return {
+        "settings": settings,
+        "methods": summary,
+        "paired_vs_rag": paired,
+        "dur": durs,
+        "utility_conditioned_accuracy": analysis.utility_conditioned_accuracy(rows, "cot"),
+        "top5_overlap_on_disagreements": analysis.disagreement_overlap(rows, 5),
+        "evidence": evidence,
+    }
+
+
+def _fmt(value, pattern: str = "{:.3f}") -> str:
+    return "–" if value is None else pattern.format(value)
+
+
+def markdown(report: dict) -> str:
+    lines = [format_table(report["methods"]), "",
+             "| method | DUR | Δ vs rag | p (McNemar) | gold in ctx | distractor in ctx |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for s in report["methods"]:
+        lines.append(f"| {s['method']} | {_fmt(s['dur'])} | {_fmt(s['vs_rag_difference'], '{:+.3f}')} | "
+                     f"{_fmt(s['vs_rag_p_value'])} | {_fmt(s['gold_in_context'])} | "
+                     f"{_fmt(s['distractor_in_context'])} |")
+    if report["utility_conditioned_accuracy"]:
+        lines += ["", "| method | label | n | accuracy | Δ vs cot |", "|---|---|---:|---:|---:|"]
+        for method, labels in report["utility_conditioned_accuracy"].items():
+            for label, v in labels.items():
+                lines.append(f"| {method} | {label} | {v['n']} | {v['accuracy']:.3f} | "
+                             f"{_fmt(v.get('delta_vs_cot'), '{:+.3f}')} |")
+    if report["top5_overlap_on_disagreements"]:
+        lines += ["", "| method a | method b | disagreements | mean top-5 Jaccard |", "|---|---|---:|---:|"]
+        for o in report["top5_overlap_on_disagreements"]:
+            lines.append(f"| {o['a']} | {o['b']} | {o['disagreements']} | {o['mean_jaccard']:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(summary: list[dict]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(summary[0].keys()) if summary else ["method"])
+    writer.writeheader()
+    writer.writerows(summary)
+    return buffer.getvalue()
+
+
+def plots(report: dict, out_dir: Path) -> list[Path]:
+    """accuracy.png (95% CI bars) and dur.png (stacked Entailed/Useful/NotUseful); skipped without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    written = []
+    methods = report["methods"]
+    if methods:
+        fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(methods)), 3.2))
+        names = [s["method"] for s in methods]
+        acc = [s["accuracy"] for s in methods]
+        err = [[a - s["ci95_low"] for a, s in zip(acc, methods, strict=True)],
+               [s["ci95_high"] - a for a, s in zip(acc, methods, strict=True)]]
+        ax.bar(names, acc, yerr=err, capsize=4, color="#4C72B0")
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("accuracy (95% CI)")
+        ax.set_title(f"{report['settings'].get('dataset', '')} (n={methods[0]['n']})")
+        ax.tick_params(axis="x", rotation=30)
+        fig.tight_layout()
+        written.append(_save(fig, out_dir / "accuracy.png"))
+        plt.close(fig)
+    durs = report["dur"]
+    if durs:
+        fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(durs)), 3.2))
+        names = list(durs)
+        bottom = [0.0] * len(names)
+        for label, colour in (("Entailed", "#55A868"), ("Useful", "#8172B2"), ("NotUseful", "#C44E52")):
+            shares = [durs[m][label] / durs[m]["judged"] for m in names]
+            ax.bar(names, shares, bottom=bottom, label=label, color=colour)
+            bottom = [b + s for b, s in zip(bottom, shares, strict=True)]
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("share of questions")
+        ax.legend(fontsize=7, loc="upper right")
+        ax.tick_params(axis="x", rotation=30)
+        fig.tight_layout()
+        written.append(_save(fig, out_dir / "dur.png"))
+        plt.close(fig)
+    return written
+
+
+def _save(fig, path: Path) -> Path:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    write_bytes_atomic(path, buffer.getvalue())
+    return path
+
+
+def write_report(rows: list[dict], settings: dict, method_order: list[str], out_dir: Path) -> dict:
+    report = build_report(rows, settings, method_order)
+    write_json_atomic(out_dir / "summary.json", report)
+    write_text_atomic(out_dir / "summary.md", markdown(report))
+    write_text_atomic(out_dir / "summary.csv", to_csv(report["methods"]))
+    report["plots"] = [str(p) for p in plots(report, out_dir)]
+    return report
