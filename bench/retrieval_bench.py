@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from hyporag.atomic import write_json_atomic
 from hyporag.eval.datasets import load_benchmark
 from hyporag.eval.evidence import option_evidence
 from hyporag.retrieval import default_index_dir, load_corpus, merge_to_budget, open_index
-
-from hyporag.atomic import write_json_atomic
 
 
 def per_query_ms(fn, items, repeat: int = 1) -> float:

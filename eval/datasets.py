@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hyporag.eval.records import LETTERS, LoadReport, load_records, make_example, record_to_example
-
 from hyporag.errors import DataError
+from hyporag.eval.records import LETTERS, LoadReport, load_records, make_example, record_to_example
 from hyporag.paths import data_root
 
 MMLU_MED_SUBJECTS = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import dspy
+
 from hyporag.programs.answer_step import format_context
 from hyporag.programs.cost import CostMeter
 from hyporag.retrieval.hit import Hit

@@ -6,10 +6,9 @@ import csv
 import io
 from pathlib import Path
 
+from hyporag.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from hyporag.eval import analysis
 from hyporag.eval.metrics import format_table, summarize
-
-from hyporag.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 
 
 def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> dict:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import dspy
+
 from hyporag.eval.evidence import option_evidence
 from hyporag.eval.report import write_report
 from hyporag.eval.results_store import ResultsStore

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
+
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import AnswerQuestion, format_options, with_letters
 

@@ -9,6 +9,7 @@ import contextlib
 from typing import Any
 
 import dspy
+
 from hyporag.programs.answer_step import AnswerStep, format_context
 from hyporag.programs.cost import CostMeter
 from hyporag.programs.lm import LMRoles

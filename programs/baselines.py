@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import dspy
+
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.cost import CostMeter
 from hyporag.retrieval.hit import Hit

@@ -8,6 +8,7 @@ cos(ĥ+, ĥ−) by a schedule (linear, threshold, sigmoid).
 from __future__ import annotations
 
 import dspy
+
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.cost import CostMeter
 from hyporag.retrieval.hit import Hit

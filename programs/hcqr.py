@@ -8,6 +8,7 @@ answer step never sees it unless `show_hypothesis=True` (an ablation). Ablations
 from __future__ import annotations
 
 import dspy
+
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.cost import CostMeter
 from hyporag.retrieval.hit import Hit

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import dspy
-from hyporag.programs.gguf import DEFAULT_MODEL, resolve_model_path
 
 from hyporag.errors import ModelError
 from hyporag.paths import cache_dir
+from hyporag.programs.gguf import DEFAULT_MODEL, resolve_model_path
 
 DEFAULT_LM = f"local:{DEFAULT_MODEL}"
 ROLES = ("hypothesis", "answer", "judge")

@@ -124,7 +124,6 @@ def load_corpus(name_or_path: str, data_dir: str | Path | None = None) -> Corpus
 def _hub_corpus(name: str) -> Corpus:
     """Materialise a hub corpus once as JSONL in the cache, so it streams and fingerprints like a local one."""
     from hyporag.eval.datasets import _hub_load
-
     from hyporag.paths import cache_dir
 
     target = cache_dir("corpora") / f"{name}.jsonl"

@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from hyporag.atomic import write_json_atomic
+from hyporag.errors import IndexMismatchError
+from hyporag.paths import cache_dir
 from hyporag.retrieval.bm25 import TOKENIZER, BM25Index
 from hyporag.retrieval.corpus import Corpus
 from hyporag.retrieval.dense import DenseIndex, build_faiss, embed_in_shards
 from hyporag.retrieval.embedder import DEFAULT_EMBEDDER, make_embedder
 from hyporag.retrieval.retriever import Retriever
 from hyporag.retrieval.store import PassageStore
-
-from hyporag.atomic import write_json_atomic
-from hyporag.errors import IndexMismatchError
-from hyporag.paths import cache_dir
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.store import PassageStore
 

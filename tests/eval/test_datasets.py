@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hyporag.eval import datasets
-from hyporag.eval.datasets import load_benchmark
 
 from hyporag.errors import DataError
+from hyporag.eval import datasets
+from hyporag.eval.datasets import load_benchmark
 from tests.conftest import SHARED
 
 COUNTS = {"medqa": 1273, "medqa-dev": 1272, "mmlu-med": 1089, "mmlu-med-dev": 30, "mmlu-med-val": 123,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from hyporag.eval.records import load_records
 
 from hyporag.errors import DataError
+from hyporag.eval.records import load_records
 from tests.conftest import QUESTIONS, write_jsonl
 
 

@@ -7,12 +7,12 @@ import os
 
 import pytest
 from dspy.utils import DummyLM
+
+from hyporag.errors import HyporagError
 from hyporag.eval.results_store import ResultsStore
 from hyporag.eval.runner import run_evaluation
 from hyporag.programs import make_program
 from hyporag.programs.lm import LMRoles
-
-from hyporag.errors import HyporagError
 
 SETTINGS = {"dataset": "tiny", "lms": {"answer": "dummy"}, "budget": 2}
 

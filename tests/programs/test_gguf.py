@@ -7,9 +7,9 @@ import struct
 from dataclasses import replace
 
 import pytest
-from hyporag.programs import gguf
 
 from hyporag.errors import ModelError
+from hyporag.programs import gguf
 
 
 def fake_gguf(name: str, padding: bytes = b"") -> bytes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dspy
 import pytest
 from dspy.utils import DummyLM
+
 from hyporag.programs import make_program
 from hyporag.programs.lm import LMRoles
 

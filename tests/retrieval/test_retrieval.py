@@ -6,11 +6,11 @@ import json
 
 import numpy as np
 import pytest
-from hyporag.retrieval import Hit, LambdaSchedule, build_index, load_corpus, merge_to_budget, open_index
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hyporag.errors import DataError, IndexMismatchError
+from hyporag.retrieval import Hit, LambdaSchedule, build_index, load_corpus, merge_to_budget, open_index
 from tests.conftest import PASSAGES, write_jsonl
 
 
