@@ -35,6 +35,7 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "gold": example.answer,
         "correct": answer == example.answer,
         "parse_failure": bool(getattr(prediction, "parse_failure", False)),
+        "query_parse_failures": int(getattr(prediction, "query_parse_failures", None) or 0),
         "error": error,
         "passage_ids": [p["id"] for p in passages],
         "queries": getattr(prediction, "queries", None) or [],

@@ -9,6 +9,7 @@ import contextlib
 from typing import Any
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
 
 from hyporag.programs.answer_step import AnswerStep, format_context
 from hyporag.programs.cost import CostMeter
@@ -52,6 +53,16 @@ class MCQProgram(dspy.Module):
     def role(self, name: str):
         """Context running a step under a role's LM and adapter (no-op when roles come from dspy.settings)."""
         return getattr(self.roles, name).context() if self.roles is not None else contextlib.nullcontext()
+
+    def query_step(self, predictor: dspy.Module, meter: CostMeter, trace: Trace, **inputs: Any) -> Any:
+        """Run a retrieval-side LM step under the hypothesis role; an unparseable reply returns None (the caller
+        falls back to the question) and is counted, so one bad generation never sinks the question."""
+        with meter.step("hypothesis"), self.role("hypothesis"):
+            try:
+                return predictor(**inputs)
+            except AdapterParseError:
+                trace.extra["query_parse_failures"] = trace.extra.get("query_parse_failures", 0) + 1
+                return None
 
     def retrieval_options(self, options: dict[str, str]) -> str:
         """Options as the retrieval side may see them: all of them, or none under question-only retrieval."""

@@ -53,10 +53,10 @@ class RerankRAG(MCQProgram):
         if self.reranker is not None:
             return self.reranker(query, pool)[: self.budget]
         numbered = "\n".join(f"[{i}] {h.contents[: self.snippet_chars]}" for i, h in enumerate(pool, start=1))
-        with meter.step("hypothesis"), self.role("hypothesis"):
-            picked = self.rerank(question=question, options=self.retrieval_options(options), passages=numbered)
+        picked = self.query_step(self.rerank, meter, trace, question=question,
+                                 options=self.retrieval_options(options), passages=numbered)
         order: list[Hit] = []
-        for number in picked.useful_passages or []:
+        for number in (picked.useful_passages or []) if picked is not None else []:
             if isinstance(number, int) and 1 <= number <= len(pool) and pool[number - 1] not in order:
                 order.append(pool[number - 1])
         order += [h for h in pool if h not in order]  # keep retrieval order for the rest of the budget
@@ -74,8 +74,9 @@ class Rewriting(MCQProgram):
         self.rewrite = dspy.Predict(RewriteQuery)
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
-        with meter.step("hypothesis"), self.role("hypothesis"):
-            query = self.rewrite(question=question, options=self.retrieval_options(options)).query
+        result = self.query_step(self.rewrite, meter, trace, question=question,
+                                 options=self.retrieval_options(options))
+        query = str(result.query or question) if result is not None else question
         trace.queries.append(query)
         return self.retriever.search(query, self.budget, mode=self.mode)
 
@@ -92,11 +93,12 @@ class HyDE(MCQProgram):
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
         documents = []
-        with meter.step("hypothesis"), self.role("hypothesis"):
-            for i in range(self.num_documents):
-                config = {"rollout_id": i, "temperature": 0.7} if self.num_documents > 1 else {}
-                documents.append(self.generate(question=question, options=self.retrieval_options(options),
-                                               config=config).passage)
+        for i in range(self.num_documents):
+            config = {"rollout_id": i, "temperature": 0.7} if self.num_documents > 1 else {}
+            result = self.query_step(self.generate, meter, trace, question=question,
+                                     options=self.retrieval_options(options), config=config)
+            if result is not None and result.passage:
+                documents.append(str(result.passage))
         trace.queries.extend(documents)
         trace.hypothesis = {"documents": documents}
         return self.retriever.search_pooled([question, *documents], self.budget, mode=self.mode)
@@ -112,9 +114,9 @@ class Query2DocRAG(MCQProgram):
         self.expand = dspy.Predict(Query2Doc)
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
-        with meter.step("hypothesis"), self.role("hypothesis"):
-            document = self.expand(question=question, options=self.retrieval_options(options)).pseudo_document
-        query = f"{question} {document}"
+        result = self.query_step(self.expand, meter, trace, question=question, options=self.retrieval_options(options))
+        document = str(result.pseudo_document or "") if result is not None else ""
+        query = f"{question} {document}".strip()
         trace.queries.append(query)
         trace.hypothesis = {"pseudo_document": document}
         return self.retriever.search(query, self.budget, mode=self.mode)

@@ -26,10 +26,10 @@ class CHR(MCQProgram):
         self.hypotheses = dspy.Predict(ContrastiveHypotheses)
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
-        with meter.step("hypothesis"), self.role("hypothesis"):
-            result = self.hypotheses(question=question, options=self.retrieval_options(options))
-        h_plus = str(result.target_hypothesis or question)
-        h_minus = str(result.mimic_hypothesis or "")
+        result = self.query_step(self.hypotheses, meter, trace, question=question,
+                                 options=self.retrieval_options(options))
+        h_plus = str(getattr(result, "target_hypothesis", None) or question)
+        h_minus = str(getattr(result, "mimic_hypothesis", None) or "")
         similarity = self.retriever.hypothesis_similarity(h_plus, h_minus) if self.schedule.kind != "fixed" else None
         lam = self.schedule(similarity if similarity is not None else 0.0)
         trace.hypothesis = {"target": h_plus, "mimic": h_minus, "similarity": similarity, "lambda": lam}

@@ -38,17 +38,17 @@ class HCQR(MCQProgram):
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
         shown = self.retrieval_options(options)
-        with meter.step("hypothesis"), self.role("hypothesis"):
-            hypothesis = self.hypothesize(question=question, options=shown)
-            state = {
-                "likely_option": hypothesis.likely_option,
-                "discriminating_features": list(hypothesis.discriminating_features or []),
-                "expected_evidence": hypothesis.expected_evidence,
-                "rationale": hypothesis.rationale,
-            }
-            rewritten = self.rewrite(question=question, options=shown, hypothesis=self._describe(state, options))
+        hypothesis = self.query_step(self.hypothesize, meter, trace, question=question, options=shown)
+        state = {
+            "likely_option": getattr(hypothesis, "likely_option", "") or "",
+            "discriminating_features": list(getattr(hypothesis, "discriminating_features", None) or []),
+            "expected_evidence": getattr(hypothesis, "expected_evidence", "") or "",
+            "rationale": getattr(hypothesis, "rationale", "") or "",
+        }
+        rewritten = self.query_step(self.rewrite, meter, trace, question=question, options=shown,
+                                    hypothesis=self._describe(state, options))
         trace.hypothesis = state
-        queries = [str(getattr(rewritten, QUERY_FIELDS[name]) or question) for name in self.queries]
+        queries = [str(getattr(rewritten, QUERY_FIELDS[name], None) or question) for name in self.queries]
         trace.queries.extend(queries)
         ranked = self.retriever.search_many(queries, self.per_query_k, mode=self.mode)
         return merge_to_budget(ranked, self.budget, self.merge_policy)

@@ -138,3 +138,12 @@ def test_unparseable_answer_is_a_counted_parse_failure(tiny_retriever):
 def test_retrieval_program_without_retriever_is_a_clear_error():
     with pytest.raises(ValueError, match="needs a retriever"):
         make_program("rag", retriever=None)
+
+
+def test_unparseable_hypothesis_falls_back_to_the_question(tiny_retriever):
+    lm = DummyLM([{"nonsense": "x"}] * 4 + [ANSWER])  # ChatAdapter retries each failed parse once as JSON
+    counting = CountingRetriever(tiny_retriever)
+    program = make_program("hcqr", retriever=counting, roles=LMRoles.from_lms(lm), budget=3)
+    prediction = program(question="Which cells secrete insulin?", options={"A": "Alpha cells", "B": "Beta cells"})
+    assert prediction.answer == "B" and prediction.query_parse_failures == 2
+    assert prediction.queries == ["Which cells secrete insulin?"] * 3
