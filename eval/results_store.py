@@ -115,7 +115,15 @@ class ResultsStore:
         return rows
 
     def done(self) -> set[tuple[str, str]]:
-        return {(r["question_id"], r["method"]) for r in self.rows}
+        """Pairs finished without an error: errored rows (rate limits, crashes) are retried by a re-run."""
+        return {(r["question_id"], r["method"]) for r in self.latest() if not r.get("error")}
+
+    def latest(self) -> list[dict]:
+        """The last row written for each (question, method): a retried row supersedes its failed attempt."""
+        last: dict[tuple[str, str], dict] = {}
+        for row in self.rows:
+            last[(row["question_id"], row["method"])] = row
+        return list(last.values())
 
     def append(self, row: dict) -> None:
         line = json.dumps(row, ensure_ascii=False) + "\n"

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import dspy
+from dspy.utils.exceptions import LMAuthError, LMTransportError
 
+from hyporag.errors import BackendError
 from hyporag.eval.evidence import option_evidence
 from hyporag.eval.report import write_report
 from hyporag.eval.results_store import ResultsStore
@@ -56,6 +58,10 @@ def run_one(program: Callable, example: dspy.Example, method: str, judge: Callab
     started = time.perf_counter()
     try:
         prediction = program(question=example.question, options=example.options)
+    except (LMTransportError, LMAuthError) as exc:  # systemic: every further question would fail the same way
+        first = str(exc).splitlines()[0][:300]
+        raise BackendError(f"LM backend failed after retries: {first}; finished rows are kept, re-run to resume"
+                           ) from exc
     except Exception as exc:  # a failing question is recorded, never fatal to the run
         if DEBUG:
             traceback.print_exc()
@@ -88,10 +94,14 @@ def run_evaluation(programs: dict[str, Callable], examples: Sequence[dspy.Exampl
         bar = tqdm(total=total, initial=total - len(todo), desc="eval", unit="answer", disable=not progress)
         with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
             futures = [pool.submit(run_one, programs[m], e, m, judge) for m, e in todo]
-            for future in as_completed(futures):
-                store.append(future.result())
-                bar.update(1)
+            try:
+                for future in as_completed(futures):
+                    store.append(future.result())
+                    bar.update(1)
+            except BaseException:  # backend down or Ctrl-C: keep what finished, start nothing new
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
         bar.close()
         wanted = {(e.id, m) for e in examples for m in programs}
-        rows = [r for r in store.rows if (r["question_id"], r["method"]) in wanted]
+        rows = [r for r in store.latest() if (r["question_id"], r["method"]) in wanted]
         return write_report(rows, settings, list(programs), out_dir)

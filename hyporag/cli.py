@@ -31,6 +31,8 @@ def _add_lm_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--api-base", help="OpenAI-compatible server URL (vLLM, Ollama, ...)")
     group.add_argument("--api-key", help="API key (default: the provider's environment variable)")
     group.add_argument("--max-tokens", type=int, default=512)
+    group.add_argument("--timeout", type=float, help="seconds to wait for a remote LM reply")
+    group.add_argument("--retries", type=int, default=3, help="retries with backoff for a remote LM (DSPy's)")
     group.add_argument("--no-cache", action="store_true", help="bypass DSPy's disk cache of LM calls")
 
 
@@ -107,7 +109,8 @@ def _roles(args: argparse.Namespace):
 
     configure_cache(enabled=not args.no_cache)
     return LMRoles.from_specs(args.lm, args.hypothesis_lm, args.answer_lm, args.judge_lm, api_base=args.api_base,
-                              api_key=args.api_key, max_tokens=args.max_tokens, cache=not args.no_cache)
+                              api_key=args.api_key, max_tokens=args.max_tokens, cache=not args.no_cache,
+                              timeout=args.timeout, num_retries=args.retries)
 
 
 def _retriever(args: argparse.Namespace, needed: bool):
@@ -278,6 +281,13 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"hyporag: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:
+        from dspy.utils.exceptions import LMError
+
+        if args.debug or not isinstance(exc, LMError):
+            raise
+        print(f"hyporag: error: LM backend: {str(exc).splitlines()[0][:300]}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("hyporag: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130

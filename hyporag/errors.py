@@ -23,3 +23,9 @@ class ModelError(HyporagError):
 
 class IndexMismatchError(HyporagError):
     """An index or artifact does not match the corpus, version or files it claims to."""
+
+
+class BackendError(HyporagError):
+    """The LM backend cannot be reached (after DSPy's retries with backoff); finished work is kept."""
+
+    exit_code = 3

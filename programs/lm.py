@@ -34,7 +34,8 @@ def configure_cache(directory: str | os.PathLike | None = None, enabled: bool = 
 
 
 def build_lm(spec: str, api_base: str | None = None, api_key: str | None = None, temperature: float = 0.0,
-             max_tokens: int = 512, n_ctx: int = 8192, cache: bool = True) -> dspy.LM:
+             max_tokens: int = 512, n_ctx: int = 8192, cache: bool = True, timeout: float | None = None,
+             num_retries: int = 3) -> dspy.LM:
     """A `dspy.LM` for a model string; `local:` specs get the in-process llama.cpp engine."""
     if spec.startswith("local:"):
         from hyporag.programs.local_engine import LocalEngine
@@ -46,7 +47,10 @@ def build_lm(spec: str, api_base: str | None = None, api_key: str | None = None,
                        max_tokens=max_tokens, cache=cache)
     if "/" not in spec:
         raise ModelError(f"LM {spec!r}: use a DSPy/LiteLLM model string like 'openai/gpt-4o-mini' or 'local:<alias>'")
-    kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "cache": cache}
+    kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "cache": cache,
+                              "num_retries": num_retries}
+    if timeout:
+        kwargs["timeout"] = timeout
     if api_base:
         kwargs["api_base"] = api_base
     if api_key:

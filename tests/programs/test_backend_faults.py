@@ -1,0 +1,99 @@
+"""LM backend faults against a loopback HTTP server: rate limits, time-outs, refused connections, empty replies."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from hyporag.cli import main
+from hyporag.errors import BackendError
+from hyporag.eval.runner import run_evaluation
+from hyporag.programs import make_program
+from hyporag.programs.lm import LMRoles, build_lm
+
+
+class FakeOpenAI(BaseHTTPRequestHandler):
+    """Answers /v1/chat/completions according to the server's `mode`."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.server.requests += 1
+        mode = self.server.mode
+        if mode == "slow":
+            time.sleep(2)
+            return
+        if mode == "429":
+            body, status = {"error": {"message": "rate limited"}}, 429
+        else:
+            content = "" if mode == "empty" else json.dumps({"answer": "A"})
+            body, status = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                            "choices": [{"index": 0, "finish_reason": "stop",
+                                         "message": {"role": "assistant", "content": content}}],
+                            "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}, 200
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def server():
+    srv = HTTPServer(("127.0.0.1", 0), FakeOpenAI)
+    srv.mode, srv.requests = "ok", 0
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+
+
+def lm_for(server, **kwargs):
+    return build_lm("openai/test-model", api_base=f"http://127.0.0.1:{server.server_port}/v1", api_key="k",
+                    cache=False, **kwargs)
+
+
+def evaluate(lm, questions, tmp_path):
+    program = make_program("cot", roles=LMRoles.from_lms(lm))
+    return run_evaluation({"cot": program}, questions, tmp_path / "run", {"dataset": "t"}, progress=False)
+
+
+def test_working_server_answers(server, tiny_questions, tmp_path):
+    report = evaluate(lm_for(server), tiny_questions, tmp_path)
+    assert report["methods"][0]["n"] == 3 and report["methods"][0]["errors"] == 0
+
+
+def test_rate_limit_is_retried_then_recorded_and_redone_later(server, tiny_questions, tmp_path):
+    server.mode = "429"
+    report = evaluate(lm_for(server, num_retries=1), tiny_questions, tmp_path)
+    assert report["methods"][0]["errors"] == 3 and server.requests >= 6  # each question retried once
+    server.mode = "ok"
+    report = evaluate(lm_for(server), tiny_questions, tmp_path)
+    assert report["methods"][0]["errors"] == 0 and report["methods"][0]["n"] == 3
+
+
+def test_empty_completion_is_a_parse_failure(server, tiny_questions, tmp_path):
+    server.mode = "empty"
+    summary = evaluate(lm_for(server, num_retries=0), tiny_questions, tmp_path)["methods"][0]
+    assert summary["parse_failures"] == 3 and summary["accuracy"] == 0.0 and summary["errors"] == 0
+
+
+def test_timeout_stops_the_run_with_a_backend_error(server, tiny_questions, tmp_path):
+    server.mode = "slow"
+    with pytest.raises(BackendError, match="timed out"):
+        evaluate(lm_for(server, num_retries=0, timeout=0.5), tiny_questions, tmp_path)
+
+
+def test_unreachable_endpoint_is_named_in_one_line(capsys):
+    code = main(["ask", "--question", "Q?", "--option", "A=x", "--option", "B=y", "--method", "cot",
+                 "--lm", "openai/test-model", "--api-base", "http://127.0.0.1:9/v1", "--api-key", "k",
+                 "--retries", "0", "--no-cache"])
+    err = capsys.readouterr().err.strip()
+    assert code == 3 and "127.0.0.1:9" in err and err.count("\n") == 0
