@@ -146,3 +146,42 @@ def test_merge_properties(id_lists, budget, policy):
     if policy == "round_robin" and budget >= len(lists):
         firsts = {r[0].id for r in lists if r}
         assert all(any(h.id == f for h in merged) for f in firsts)
+
+
+def test_corrupted_same_size_file_fails_checksum(tiny_retriever):
+    path = tiny_retriever.directory / "passages.sqlite"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(IndexMismatchError, match="checksum differs"):
+        open_index(tiny_retriever.directory)
+
+
+def test_interrupted_embedding_resumes_from_shards(tiny_corpus_dir, tmp_path, monkeypatch):
+    """A build killed mid-embedding leaves finished shards; the re-run embeds only what is missing."""
+    from hyporag.retrieval import dense
+    from hyporag.retrieval.embedder import HashingEmbedder
+
+    corpus = load_corpus(str(tiny_corpus_dir))
+    directory = build_index(corpus, tmp_path / "ix", retriever="bm25", progress=False, log=lambda m: None)
+    from hyporag.retrieval.store import PassageStore
+
+    store = PassageStore(directory / "passages.sqlite")
+    embedder = HashingEmbedder(16)
+    calls = []
+    original = embedder.encode
+
+    def flaky(texts, **kwargs):
+        calls.append(len(texts))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(texts, **kwargs)
+
+    monkeypatch.setattr(embedder, "encode", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        dense.embed_in_shards(store.texts(4), embedder, directory / "dense" / "shards", store.count, progress=False)
+    calls.clear()
+    monkeypatch.setattr(embedder, "encode", lambda texts, **kw: (calls.append(len(texts)), original(texts))[1])
+    vectors = dense.embed_in_shards(store.texts(4), embedder, directory / "dense" / "shards", store.count,
+                                    progress=False)
+    assert len(vectors) == 10 and calls == [4, 2]  # the first shard was reused, not re-embedded
