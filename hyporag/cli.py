@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--option", action="append", default=[], metavar="LETTER=TEXT", required=True)
     ask.add_argument("--method", default="rag")
     ask.add_argument("--json", action="store_true", help="print the full prediction as JSON")
+    ask.add_argument("--program", help="a frozen artifact directory (from `hyporag compile`/`tune --out`)")
 
     ev = sub.add_parser("eval", help="evaluate methods side by side")
     _add_data_args(ev)
@@ -92,10 +93,41 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--threads", type=int, default=1)
     ev.add_argument("--out", help="results directory (default runs/<dataset>)")
     ev.add_argument("--skip-bad-rows", action="store_true")
+    ev.add_argument("--program", help="evaluate a frozen artifact directory (its method; --methods is ignored)")
     ev.add_argument("--dur", action="store_true", help="judge each context (Entailed/Useful/NotUseful) with --judge-lm")
     ev.add_argument("--fail-under", action="append", default=[], metavar="METHOD=ACC",
                     help="exit 1 when METHOD's accuracy is below ACC (repeatable): a CI gate")
     ev.add_argument("--junit", metavar="PATH", help="write a JUnit XML file, one test case per method")
+
+    for name, helptext in (("compile", "tune a program's prompts with a DSPy teleprompter and freeze it"),
+                           ("tune", "tune λ / schedule / k / merge / retriever with a resumable Optuna study")):
+        opt = sub.add_parser(name, help=helptext)
+        _add_data_args(opt)
+        _add_lm_args(opt)
+        _add_program_args(opt)
+        opt.add_argument("--method", required=True)
+        opt.add_argument("--dataset", default="medqa-dev", help="dev set to split into train and validation")
+        opt.add_argument("--val-fraction", type=float, default=0.3)
+        opt.add_argument("--trainset", help="explicit train set (name or file) instead of splitting --dataset")
+        opt.add_argument("--valset", help="explicit validation set (name or file)")
+        opt.add_argument("--limit", type=int, help="use only the first N questions of the dev set (seeded shuffle)")
+        opt.add_argument("--seed", type=int, default=0)
+        opt.add_argument("--threads", type=int, default=1)
+        opt.add_argument("--metric", choices=("accuracy", "dur", "combined"), default="accuracy")
+        opt.add_argument("--allow-test", action="store_true", help="permit tuning on a test split (don't)")
+        opt.add_argument("--program", help="start from a frozen artifact directory")
+        opt.add_argument("--out", help="artifact directory to write")
+    comp = sub.choices["compile"]
+    comp.add_argument("--optimizer", choices=("bootstrap", "bootstrap-rs", "mipro", "gepa"), default="bootstrap")
+    comp.add_argument("--auto", choices=("light", "medium", "heavy"), default="light")
+    comp.add_argument("--max-demos", type=int, default=2)
+    tune = sub.choices["tune"]
+    tune.add_argument("--study", required=True)
+    tune.add_argument("--trials", type=int, default=20)
+    tune.add_argument("--storage", help="journal file path or RDB URL (postgresql://...); default a journal file "
+                      "under runs/studies/")
+    tune.add_argument("--modes", default=None, help="retriever modes to search, e.g. bm25,dense,hybrid")
+    tune.add_argument("--report", action="store_true", help="print the best trials and write history/importance PNGs")
 
     demo = sub.add_parser("demo", help="the main job on embedded defaults, sized to finish in ~5 minutes")
     _add_data_args(demo)
@@ -189,7 +221,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.method not in METHODS:
         raise HyporagError(f"unknown method {args.method!r}: use one of {', '.join(METHODS)}")
     roles = _roles(args)
-    program = _program(args.method, args, _retriever(args, args.method != "cot"), roles)
+    if args.program:
+        program = _frozen(args, roles)
+    else:
+        program = _program(args.method, args, _retriever(args, args.method != "cot"), roles)
     started = time.perf_counter()
     prediction = program(question=args.question, options=options)
     seconds = time.perf_counter() - started
@@ -198,6 +233,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return 0
     answer = prediction.answer
     print(f"answer: {answer}. {options[answer]}" if answer else "answer: (unparseable reply)")
+    args.method = program.method
     for i, passage in enumerate(prediction.passages, start=1):
         print(f"  [{i}] {passage['id']} ({passage['score']:.3f}): {passage['contents'][:110]}...")
     if prediction.queries:
@@ -229,8 +265,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     examples = select_examples(report.examples, args.limit, args.seed)
     roles = _roles(args)
-    retriever = _retriever(args, any(m != "cot" for m in methods))
-    programs = {m: _program(m, args, retriever, roles) for m in methods}
+    if args.program:
+        frozen = _frozen(args, roles)
+        retriever, programs = frozen.retriever, {f"{frozen.method}@{Path(args.program).name}": frozen}
+        methods = list(programs)
+    else:
+        retriever = _retriever(args, any(m != "cot" for m in methods))
+        programs = {m: _program(m, args, retriever, roles) for m in methods}
     out = Path(args.out or Path("runs") / Path(args.dataset).stem)
     settings = {"dataset": args.dataset, "dataset_source": report.source, "n": len(examples), "seed": args.seed,
                 "methods": methods, "lms": roles.specs(), "budget": args.budget, "reasoning": args.reasoning,
@@ -251,6 +292,136 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def _frozen(args: argparse.Namespace, roles):
+    """Load a frozen artifact on the index it was compiled against (its corpus unless --corpus says otherwise)."""
+    from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest
+
+    manifest = read_artifact_manifest(args.program)
+    corpus = manifest["retrieval"].get("corpus")
+    if corpus and args.corpus == "medcorp-local":
+        args.corpus = corpus
+    if args.retriever is None:
+        args.retriever = manifest["retrieval"].get("mode")
+    needs_retrieval = manifest["method"] != "cot"
+    return load_artifact(args.program, _retriever(args, needs_retrieval), roles)
+
+
+def _splits(args: argparse.Namespace) -> tuple[list, list, dict]:
+    from hyporag.eval.datasets import load_benchmark
+    from hyporag.optimizers.splits import refuse_test_split, split_train_val
+
+    if args.trainset or args.valset:
+        if not (args.trainset and args.valset):
+            raise HyporagError("--trainset and --valset go together")
+        for name in (args.trainset, args.valset):
+            refuse_test_split(name, args.allow_test)
+        train = load_benchmark(args.trainset, args.data_dir).examples
+        val = load_benchmark(args.valset, args.data_dir).examples
+        if {e.id for e in train} & {e.id for e in val} and args.trainset == args.valset:
+            raise HyporagError("--trainset and --valset are the same set: give disjoint splits")
+        return train, val, {"train": args.trainset, "val": args.valset, "train_size": len(train),
+                            "val_size": len(val)}
+    refuse_test_split(args.dataset, args.allow_test)
+    examples = select_examples(load_benchmark(args.dataset, args.data_dir).examples, args.limit, args.seed)
+    train, val = split_train_val(examples, args.val_fraction, args.seed)
+    return train, val, {"dataset": args.dataset, "val_fraction": args.val_fraction, "seed": args.seed,
+                        "limit": args.limit, "train_size": len(train), "val_size": len(val)}
+
+
+def _metric(args: argparse.Namespace, roles):
+    from hyporag.eval.judge import ContextJudge
+    from hyporag.eval.metric_fns import make_metric
+
+    return make_metric(args.metric, ContextJudge(roles.judge) if args.metric != "accuracy" else None)
+
+
+def _base_program(args: argparse.Namespace, roles):
+    """The program to optimize: a frozen artifact (--program) or a fresh one for --method."""
+    if args.program:
+        return _frozen(args, roles)
+    return _program(args.method, args, _retriever(args, args.method != "cot"), roles)
+
+
+def _variant(base, roles, overrides: dict):
+    """`base` with some constructor settings replaced, keeping its tuned prompts and demos (one per Optuna trial)."""
+    from hyporag.optimizers.artifact import constructor_kwargs
+    from hyporag.programs import make_program
+
+    program = make_program(base.method, retriever=base.retriever, roles=roles,
+                           **{**constructor_kwargs(base.settings()), **overrides})
+    program.load_state(base.dump_state())
+    return program
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from hyporag.optimizers.artifact import save_artifact
+    from hyporag.optimizers.compile import compile_program
+
+    roles = _roles(args)
+    train, val, split = _splits(args)
+    program = _base_program(args, roles)
+    metric = _metric(args, roles)
+    print(f"compile {program.method} with {args.optimizer} on {split['train_size']} train / {split['val_size']} val "
+          f"questions, metric {args.metric}", file=sys.stderr)
+    result = compile_program(program, train, val, args.optimizer, metric, roles, auto=args.auto,
+                             max_demos=args.max_demos, seed=args.seed, threads=args.threads)
+    out = Path(args.out or Path("artifacts") / f"{program.method}-{args.optimizer}")
+    save_artifact(out, result.program, program.retriever, roles.specs(), {
+        "optimizer": result.settings, "metric": args.metric, "splits": split,
+        "validation": {"before": result.before, "after": result.after},
+        "cost": {"seconds": round(result.seconds, 1), "lm_calls": result.calls}})
+    print(f"validation {args.metric}: {result.before:.3f} -> {result.after:.3f} "
+          f"({result.seconds:.0f} s, {result.calls} LM calls); frozen to {out}")
+    return 0
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from hyporag.optimizers.artifact import save_artifact
+    from hyporag.optimizers.tune import open_study, recover_stale_trials, run_study, study_report, suggest
+
+    roles = _roles(args)
+    study = open_study(args.study, args.storage, args.seed, Path("runs") / "studies")
+    if args.report:
+        for row in study_report(study, Path("runs") / "studies"):
+            print(f"trial {row['trial']:>3}  {row['value']:.3f}  {row['params']}")
+        print(f"plots: runs/studies/{args.study}-history.png, runs/studies/{args.study}-importance.png")
+        return 0
+    _, val, split = _splits(args)
+    metric = _metric(args, roles)
+    probe = _base_program(args, roles)
+    available = [m for m in ("bm25", "dense", "hybrid") if _mode_available(probe.retriever, m)]
+    modes = [m for m in (args.modes.split(",") if args.modes else available) if m in available]
+    if not modes:
+        raise HyporagError(f"none of the requested retriever modes are in the index (it has {', '.join(available)})")
+    recovered = recover_stale_trials(study)
+    if recovered:
+        print(f"re-queued {recovered} trial(s) left running by a killed worker", file=sys.stderr)
+    study.set_user_attr("method", args.method)
+    run_study(study, lambda kwargs: _variant(probe, roles, kwargs), val, metric, probe.method, modes,
+              args.budget, args.trials)
+    best = study.best_trial
+    print(f"best trial {best.number}: {args.metric} {best.value:.3f} with {best.params}")
+    if args.out:
+        import optuna
+
+        program = _variant(probe, roles, suggest(optuna.trial.FixedTrial(best.params), probe.method, modes,
+                                                 args.budget))
+        save_artifact(args.out, program, program.retriever, roles.specs(), {
+            "optimizer": {"name": "optuna-tpe", "study": args.study, "trials": len(study.trials), "seed": args.seed,
+                          "best_params": best.params},
+            "metric": args.metric, "splits": split, "validation": {"after": best.value}})
+        print(f"frozen best trial to {args.out}")
+    return 0
+
+
+def _mode_available(retriever, mode: str) -> bool:
+    try:
+        retriever._check(mode)
+    except ValueError:
+        return False
+    return True
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """The main job: a small side-by-side run sized for ~5 minutes of a 2-core CPU with the embedded 1.5B."""
     questions, budget, methods = 8, 3, "cot,rag,chr"
@@ -266,7 +437,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return main(argv)
 
 
-COMMANDS = {"list": cmd_data_list, "build": cmd_index_build, "ask": cmd_ask, "eval": cmd_eval, "demo": cmd_demo}
+COMMANDS = {"list": cmd_data_list, "build": cmd_index_build, "ask": cmd_ask, "eval": cmd_eval, "demo": cmd_demo,
+            "compile": cmd_compile, "tune": cmd_tune}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,62 @@
+"""Metric functions shared by evaluation and optimization (DSPy metric signature: example, prediction, trace).
+
+`accuracy` is exact match on the option letter; `dur` asks the context judge whether the retrieved context is
+decision-useful; `combined` averages the two. `gepa_feedback` turns both into the textual feedback GEPA reflects on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import dspy
+
+METRICS = ("accuracy", "dur", "combined")
+
+
+def accuracy(example: dspy.Example, prediction: dspy.Prediction, trace=None) -> float:
+    return float(getattr(prediction, "answer", None) == example.answer)
+
+
+def make_metric(name: str, judge: Callable | None = None) -> Callable:
+    """The metric by name; `dur` and `combined` need a ContextJudge (one call per question, cached)."""
+    if name not in METRICS:
+        raise ValueError(f"unknown metric {name!r}: use one of {', '.join(METRICS)}")
+    if name == "accuracy":
+        return accuracy
+    if judge is None:
+        raise ValueError(f"metric {name!r} needs a judge LM")
+
+    def utility(example: dspy.Example, prediction: dspy.Prediction) -> tuple[float, str, str]:
+        passages = getattr(prediction, "passages", None) or []
+        if not passages:
+            return 0.0, "NotUseful", "no passages were retrieved"
+        verdict = judge(question=example.question, options=example.options, answer=example.answer, passages=passages)
+        return float(verdict.label in ("Entailed", "Useful")), verdict.label, verdict.reason
+
+    def dur(example, prediction, trace=None) -> float:
+        return utility(example, prediction)[0]
+
+    def combined(example, prediction, trace=None) -> float:
+        return 0.5 * accuracy(example, prediction) + 0.5 * utility(example, prediction)[0]
+
+    metric = dur if name == "dur" else combined
+    metric.utility = utility  # type: ignore[attr-defined]
+    return metric
+
+
+def gepa_feedback(metric: Callable) -> Callable:
+    """GEPA's metric: a score plus feedback naming what went wrong (answer and, when judged, the context)."""
+
+    def feedback_metric(gold, pred, trace=None, pred_name=None, pred_trace=None) -> dspy.Prediction:
+        score = metric(gold, pred)
+        right = accuracy(gold, pred) == 1.0
+        verdict = "was correct" if right else f"was {pred.answer!r}; the correct option is {gold.answer}"
+        parts = [f"The answer {verdict}."]
+        if hasattr(metric, "utility"):
+            _, label, reason = metric.utility(gold, pred)
+            parts.append(f"The retrieved context was judged {label}: {reason}")
+        if getattr(pred, "queries", None):
+            parts.append("Queries issued: " + " | ".join(q[:120] for q in pred.queries))
+        return dspy.Prediction(score=score, feedback=" ".join(parts))
+
+    return feedback_metric

@@ -1,0 +1,142 @@
+"""Frozen artifacts: DSPy program state (JSON, never pickle) plus a manifest of everything `save()` does not keep.
+
+DSPy's `save()` stores instructions and demos only; λ and its schedule, per-query k, the budget and merge policy,
+the retriever and its index fingerprint, LMs per role, versions, optimizer settings, splits and the validation
+metrics live in `manifest.json`. Loading checks the manifest first (versions, program checksum, index
+fingerprint), builds the program from it, then applies the JSON state: either all of it loads or nothing does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from hyporag.errors import HyporagError, IndexMismatchError
+
+FORMAT = "hyporag-artifact"
+FORMAT_VERSION = 1
+REQUIRED = {"format": str, "format_version": int, "method": str, "program_settings": dict, "retrieval": dict,
+            "lms": dict, "versions": dict, "program_sha256": str}
+
+
+class ArtifactError(HyporagError):
+    """A frozen artifact is missing, edited into an invalid state, or does not fit this program or index."""
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def constructor_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
+    """Turn a program's `settings()` back into constructor keyword arguments."""
+    from hyporag.retrieval.lambda_schedule import LambdaSchedule
+
+    kwargs = {k: v for k, v in settings.items() if k != "method"}
+    if "schedule" in kwargs:
+        kwargs["schedule"] = LambdaSchedule(**kwargs["schedule"])
+    if "queries" in kwargs:
+        kwargs["queries"] = tuple(kwargs["queries"])
+    return kwargs
+
+
+def save_artifact(directory: str | Path, program, retriever, lms: dict[str, str], extra: dict[str, Any]) -> Path:
+    """Write program.json + manifest.json into a temporary directory, then swap it into place."""
+    directory = Path(directory)
+    partial = directory.with_name(f".{directory.name}.partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        program.save(str(partial / "program.json"))
+        digest = hashlib.sha256((partial / "program.json").read_bytes()).hexdigest()
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "method": program.method,
+            "program_settings": program.settings(),
+            "retrieval": {
+                "corpus": (getattr(retriever, "manifest", None) or {}).get("corpus"),
+                "index_fingerprint": getattr(retriever, "fingerprint", None),
+                "mode": getattr(retriever, "mode", None),
+            },
+            "lms": lms,
+            "versions": {"hyporag": _version("hyporag"), "dspy": _version("dspy")},
+            "program_sha256": digest,
+            **extra,
+        }
+        (partial / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        if directory.exists():
+            old = directory.with_name(f".{directory.name}.old-{os.getpid()}")
+            directory.rename(old)
+            partial.rename(directory)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            partial.rename(directory)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return directory
+
+
+def read_artifact_manifest(directory: str | Path) -> dict[str, Any]:
+    directory = Path(directory)
+    path = directory / "manifest.json"
+    if not path.is_file():
+        raise ArtifactError(f"{path}: artifact manifest missing (not a `hyporag compile` output?)")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"{path}: manifest is not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise ArtifactError(f"{path}: manifest must be a JSON object")
+    for key, kind in REQUIRED.items():
+        if not isinstance(manifest.get(key), kind):
+            raise ArtifactError(f"{path}: field {key!r} is missing or not a {kind.__name__}")
+    if manifest["format"] != FORMAT or manifest["format_version"] != FORMAT_VERSION:
+        raise ArtifactError(f"{path}: format {manifest['format']!r} v{manifest['format_version']}, "
+                            f"this hyporag reads {FORMAT} v{FORMAT_VERSION}")
+    saved, running = manifest["versions"].get("dspy", "?"), _version("dspy")
+    if _minor(saved) != _minor(running):
+        raise ArtifactError(f"{path}: compiled with dspy {saved}, running {running}; recompile or install dspy "
+                            f"{_minor(saved)}.*")
+    return manifest
+
+
+def load_artifact(directory: str | Path, retriever, roles):
+    """Rebuild the frozen program on this retriever and these LMs; refuses any mismatch with one line."""
+    from hyporag.programs import make_program
+
+    directory = Path(directory)
+    manifest = read_artifact_manifest(directory)
+    state_path = directory / "program.json"
+    if not state_path.is_file():
+        raise ArtifactError(f"{state_path}: program state missing")
+    if hashlib.sha256(state_path.read_bytes()).hexdigest() != manifest["program_sha256"]:
+        raise ArtifactError(f"{state_path}: checksum differs from the manifest (edited or corrupted)")
+    wanted = manifest["retrieval"].get("index_fingerprint")
+    if wanted and retriever is not None and retriever.fingerprint != wanted:
+        raise IndexMismatchError(f"{directory}: compiled against an index of corpus fingerprint {wanted[:12]}..., "
+                                 f"but the index given has {retriever.fingerprint[:12]}...; use the same corpus")
+    try:
+        program = make_program(manifest["method"], retriever=retriever, roles=roles,
+                               **constructor_kwargs(manifest["program_settings"]))
+    except (TypeError, ValueError) as exc:
+        raise ArtifactError(f"{directory / 'manifest.json'}: program_settings do not fit {manifest['method']!r} "
+                            f"({exc})") from None
+    try:
+        program.load(str(state_path))
+    except Exception as exc:  # DSPy's load_state is transactional: nothing was applied
+        raise ArtifactError(f"{state_path}: state does not fit program {manifest['method']!r} "
+                            f"({type(exc).__name__}: {str(exc)[:160]})") from None
+    program.artifact_manifest = manifest
+    return program

@@ -1,0 +1,80 @@
+"""Prompt optimization with DSPy teleprompters: BootstrapFewShot(+RandomSearch), MIPROv2, GEPA.
+
+The metric comes from `hyporag.eval.metric_fns`, the same functions the evaluation harness reports, and the
+program is scored on the validation split before and after, so every compile states what it bought and at what
+cost (seconds, LM calls).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import dspy
+
+from hyporag.eval.metric_fns import gepa_feedback
+from hyporag.programs.cost import CostMeter
+
+OPTIMIZERS = ("bootstrap", "bootstrap-rs", "mipro", "gepa")
+
+
+@dataclass
+class CompileResult:
+    program: Any
+    before: float
+    after: float
+    seconds: float
+    calls: int
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def score(program, examples: list, metric, threads: int = 1) -> float:
+    """Mean metric over examples (a failing example scores 0), as a fraction in [0, 1]."""
+    evaluator = dspy.Evaluate(devset=examples, metric=metric, num_threads=threads, display_progress=True,
+                              failure_score=0.0, provide_traceback=False)
+    result = evaluator(program)
+    value = float(getattr(result, "score", result))
+    return value / 100.0 if value > 1.0 else value
+
+
+def make_teleprompter(name: str, metric, auto: str = "light", max_demos: int = 4, seed: int = 0, threads: int = 1,
+                      reflection_lm=None, candidates: int = 4):
+    if name == "bootstrap":
+        return dspy.BootstrapFewShot(metric=metric, max_bootstrapped_demos=max_demos, max_labeled_demos=max_demos)
+    if name == "bootstrap-rs":
+        return dspy.BootstrapFewShotWithRandomSearch(metric=metric, max_bootstrapped_demos=max_demos,
+                                                     max_labeled_demos=max_demos, num_candidate_programs=candidates,
+                                                     num_threads=threads)
+    if name == "mipro":
+        return dspy.MIPROv2(metric=metric, auto=auto, num_threads=threads, seed=seed,
+                            max_bootstrapped_demos=max_demos, max_labeled_demos=max_demos)
+    if name == "gepa":
+        if reflection_lm is None:
+            raise ValueError("GEPA needs a reflection LM (--reflection-lm, default: the hypothesis LM)")
+        return dspy.GEPA(metric=gepa_feedback(metric), auto=auto, reflection_lm=reflection_lm, num_threads=threads,
+                         seed=seed)
+    raise ValueError(f"unknown optimizer {name!r}: use one of {', '.join(OPTIMIZERS)}")
+
+
+def compile_program(program, trainset: list, valset: list, optimizer: str, metric, roles=None, auto: str = "light",
+                    max_demos: int = 4, seed: int = 0, threads: int = 1) -> CompileResult:
+    """Score on valset, optimize on trainset (MIPRO/GEPA also select on valset), score again."""
+    context = roles.answer.context() if roles is not None else dspy.context()
+    reflection = roles.hypothesis.lm if roles is not None else dspy.settings.lm
+    meter = CostMeter()
+    started = time.perf_counter()
+    with context:
+        before = score(program, valset, metric, threads)
+        teleprompter = make_teleprompter(optimizer, metric, auto, max_demos, seed, threads, reflection)
+        with meter.step("optimizer"):
+            if optimizer in ("mipro", "gepa", "bootstrap-rs"):
+                compiled = teleprompter.compile(program, trainset=trainset, valset=valset)
+            else:
+                compiled = teleprompter.compile(program, trainset=trainset)
+        after = score(compiled, valset, metric, threads)
+    compiled.method = program.method
+    settings = {"name": optimizer, "auto": auto if optimizer in ("mipro", "gepa") else None,
+                "max_demos": max_demos, "seed": seed}
+    return CompileResult(compiled, before, after, time.perf_counter() - started, int(meter.totals()["calls"]),
+                         settings)

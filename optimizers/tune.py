@@ -1,0 +1,145 @@
+"""Numeric tuning with our own Optuna study: λ or its schedule, per-query k, merge policy, retriever mode.
+
+DSPy's BootstrapFewShotWithOptuna keeps an in-memory, unseeded study that cannot resume; this study is seeded
+(TPE), prunes hopeless trials from running accuracy, and lives in a journal file by default (any RDB URL for
+several machines). A trial left RUNNING by a killed worker on this host is marked failed and its parameters are
+queued again, so a re-run of the same command finishes the study.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hyporag.errors import HyporagError
+
+SEARCH_SPACES = ("chr", "hcqr")
+
+
+def open_study(name: str, storage: str | None, seed: int, directory: Path):
+    import optuna
+
+    if storage is None or not storage.strip():
+        directory.mkdir(parents=True, exist_ok=True)
+        from optuna.storages.journal import JournalFileBackend
+
+        backend = optuna.storages.JournalStorage(JournalFileBackend(str(directory / f"{name}.journal")))
+    elif "://" in storage:
+        backend = storage
+    else:
+        from optuna.storages.journal import JournalFileBackend
+
+        backend = optuna.storages.JournalStorage(JournalFileBackend(storage))
+    return optuna.create_study(study_name=name, storage=backend, load_if_exists=True, direction="maximize",
+                               sampler=optuna.samplers.TPESampler(seed=seed),
+                               pruner=optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1))
+
+
+def recover_stale_trials(study) -> int:
+    """Fail RUNNING trials whose worker process on this host is gone, and queue their parameters again."""
+    from optuna.trial import TrialState
+
+    host = socket.gethostname()
+    recovered = 0
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        worker = str(trial.user_attrs.get("worker", ""))
+        worker_host, _, pid = worker.rpartition(":")
+        if worker_host != host or not pid.isdigit() or _alive(int(pid)):
+            continue
+        study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+        if trial.params:
+            study.enqueue_trial(trial.params, skip_if_exists=False)
+        recovered += 1
+    return recovered
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def suggest(trial, method: str, modes: list[str], budget: int) -> dict[str, Any]:
+    """The search space: program constructor kwargs for this trial."""
+    from hyporag.retrieval.lambda_schedule import LambdaSchedule
+
+    kwargs: dict[str, Any] = {"mode": trial.suggest_categorical("mode", modes)}
+    if method.startswith("chr"):
+        kind = trial.suggest_categorical("schedule", ["fixed", "linear", "threshold", "sigmoid"])
+        if kind == "fixed":
+            schedule = LambdaSchedule("fixed", lam=trial.suggest_float("lam", 0.0, 2.0))
+        else:
+            schedule = LambdaSchedule(kind, lam_min=trial.suggest_float("lam_min", 0.0, 0.5),
+                                      lam_max=trial.suggest_float("lam_max", 0.5, 2.0),
+                                      tau=trial.suggest_float("tau", 0.3, 0.95),
+                                      steepness=trial.suggest_float("steepness", 2.0, 20.0))
+        kwargs["schedule"] = schedule
+    elif method.startswith("hcqr"):
+        kwargs["per_query_k"] = trial.suggest_int("per_query_k", max(1, budget // 3), 2 * budget)
+        kwargs["merge_policy"] = trial.suggest_categorical("merge_policy", ["round_robin", "score"])
+    else:
+        raise HyporagError(f"tune searches {', '.join(SEARCH_SPACES)} programs, not {method!r}")
+    return kwargs
+
+
+def run_study(study, make: Callable[[dict], Callable], valset: list, metric, method: str, modes: list[str],
+              budget: int, trials: int, report_every: int = 5) -> None:
+    """Run trials until the study holds `trials` finished ones; each reports running accuracy for pruning."""
+    import optuna
+    from optuna.trial import TrialState
+
+    def objective(trial) -> float:
+        trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
+        program = make(suggest(trial, method, modes, budget))
+        total = 0.0
+        for i, example in enumerate(valset, start=1):
+            try:
+                total += metric(example, program(question=example.question, options=example.options))
+            except HyporagError:
+                raise
+            except Exception:  # a failing question scores 0, as in evaluation
+                pass
+            if i % report_every == 0 and i < len(valset):
+                trial.report(total / i, step=i)
+                if trial.should_prune():
+                    raise optuna.TrialPruned()
+        return total / len(valset)
+
+    finished = (TrialState.COMPLETE, TrialState.PRUNED)
+    remaining = trials - len(study.get_trials(deepcopy=False, states=finished))
+    if remaining > 0:
+        study.optimize(objective, n_trials=remaining, show_progress_bar=True, catch=())
+
+
+def study_report(study, out_dir: Path, top: int = 5) -> list[dict]:
+    """Best trials as dicts, plus optimization history and parameter importance PNGs when plotting works."""
+    from optuna.trial import TrialState
+
+    complete = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
+    best = sorted(complete, key=lambda t: -(t.value or 0.0))[:top]
+    rows = [{"trial": t.number, "value": t.value, "params": t.params} for t in best]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from optuna.visualization.matplotlib import plot_optimization_history, plot_param_importances
+
+        plot_optimization_history(study)
+        plt.gcf().savefig(out_dir / f"{study.study_name}-history.png", dpi=110, bbox_inches="tight")
+        plt.close("all")
+        if len(complete) >= 2:
+            plot_param_importances(study)
+            plt.gcf().savefig(out_dir / f"{study.study_name}-importance.png", dpi=110, bbox_inches="tight")
+            plt.close("all")
+    except Exception:  # plots are a convenience; the table is the report
+        pass
+    return rows

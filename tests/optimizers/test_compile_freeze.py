@@ -1,0 +1,139 @@
+"""Compile with DummyLM, freeze, reload in a fresh process: identical predictions and identical prompts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from dspy.utils import DummyLM
+
+from hyporag.errors import IndexMismatchError
+from hyporag.eval.metric_fns import accuracy
+from hyporag.optimizers.artifact import ArtifactError, load_artifact, save_artifact
+from hyporag.optimizers.compile import compile_program
+from hyporag.optimizers.splits import refuse_test_split, split_train_val
+from hyporag.programs import make_program
+from hyporag.programs.lm import LMRoles
+from hyporag.retrieval import LambdaSchedule
+
+REPLIES = {
+    "[[ ## target_hypothesis ## ]]": {"target_hypothesis": "Beta cells secrete insulin.",
+                                     "mimic_hypothesis": "Alpha cells secrete glucagon."},
+    "[[ ## answer ## ]]": {"answer": "A"},
+}
+
+
+def dummy_roles():
+    return LMRoles.from_lms(DummyLM(dict(REPLIES)))
+
+
+def compiled_chr(tiny_retriever, tiny_questions, tmp_path):
+    program = make_program("chr", retriever=tiny_retriever, roles=dummy_roles(), budget=2,
+                           schedule=LambdaSchedule("linear", lam_min=0.2, lam_max=0.8))
+    result = compile_program(program, tiny_questions[:2], tiny_questions[2:], "bootstrap", accuracy,
+                             roles=program.roles, max_demos=2)
+    out = save_artifact(tmp_path / "artifact", result.program, tiny_retriever, {"answer": "dummy"},
+                        {"validation": {"before": result.before, "after": result.after}})
+    return result, out
+
+
+RUNNER = r"""
+import json, sys
+import dspy
+from dspy.utils import DummyLM
+from hyporag.optimizers.artifact import load_artifact
+from hyporag.programs.lm import LMRoles
+from hyporag.retrieval import open_index
+from hyporag.eval.records import load_records
+dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+artifact, index, questions, replies = sys.argv[1:5]
+lm = DummyLM(json.loads(replies))
+program = load_artifact(artifact, open_index(index), LMRoles.from_lms(lm))
+out = []
+for e in load_records(questions).examples:
+    p = program(question=e.question, options=e.options)
+    out.append({"answer": p.answer, "passages": [x["id"] for x in p.passages]})
+print(json.dumps({"predictions": out, "prompts": [h["messages"] for h in lm.history]}))
+"""
+
+
+def test_frozen_program_reproduces_in_a_fresh_process(tiny_retriever, tiny_questions, tmp_path):
+    result, out = compiled_chr(tiny_retriever, tiny_questions, tmp_path)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["program_settings"]["schedule"]["kind"] == "linear"
+    assert manifest["retrieval"]["index_fingerprint"] == tiny_retriever.fingerprint
+    assert json.loads((out / "program.json").read_text())  # plain JSON, no pickle
+
+    lm = DummyLM(dict(REPLIES))
+    here = load_artifact(out, tiny_retriever, LMRoles.from_lms(lm))
+    local = [here(question=e.question, options=e.options) for e in tiny_questions]
+    local_prompts = [h["messages"] for h in lm.history]
+    assert any("Beta cells" in str(m) or "insulin" in str(m) for m in local_prompts[1])  # demos are in the prompt
+
+    proc = subprocess.run([sys.executable, "-c", RUNNER, str(out), str(tiny_retriever.directory),
+                           str(tmp_path / "q.jsonl"), json.dumps(REPLIES)], capture_output=True, text=True, check=True)
+    fresh = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert fresh["predictions"] == [{"answer": p.answer, "passages": [x["id"] for x in p.passages]} for p in local]
+    assert fresh["prompts"] == json.loads(json.dumps(local_prompts))
+
+
+def test_edited_or_mismatched_artifacts_are_refused(tiny_retriever, tiny_questions, tmp_path):
+    _, out = compiled_chr(tiny_retriever, tiny_questions, tmp_path)
+    manifest_path = out / "manifest.json"
+    original = manifest_path.read_text()
+
+    manifest_path.write_text("{broken")
+    with pytest.raises(ArtifactError, match="not valid JSON"):
+        load_artifact(out, tiny_retriever, dummy_roles())
+
+    manifest = json.loads(original)
+    del manifest["method"]
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(ArtifactError, match="field 'method'"):
+        load_artifact(out, tiny_retriever, dummy_roles())
+
+    manifest = json.loads(original)
+    manifest["program_settings"]["per_query_k"] = 3  # not a CHR setting
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(ArtifactError, match="do not fit 'chr'"):
+        load_artifact(out, tiny_retriever, dummy_roles())
+
+    manifest = json.loads(original)
+    manifest["retrieval"]["index_fingerprint"] = "0" * 64
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(IndexMismatchError, match="compiled against an index"):
+        load_artifact(out, tiny_retriever, dummy_roles())
+
+    manifest_path.write_text(original)
+    state = json.loads((out / "program.json").read_text())
+    (out / "program.json").write_text(json.dumps({**state, "extra": 1}))
+    with pytest.raises(ArtifactError, match="checksum differs"):
+        load_artifact(out, tiny_retriever, dummy_roles())
+
+    manifest_path.unlink()
+    with pytest.raises(ArtifactError, match="manifest missing"):
+        load_artifact(out, tiny_retriever, dummy_roles())
+
+
+def test_state_that_does_not_fit_the_program_is_refused(tiny_retriever, tiny_questions, tmp_path):
+    _, out = compiled_chr(tiny_retriever, tiny_questions, tmp_path)
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["method"] = "hcqr"
+    manifest["program_settings"] = {k: v for k, v in manifest["program_settings"].items() if k != "schedule"}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ArtifactError, match="does not fit program 'hcqr'"):
+        load_artifact(out, tiny_retriever, dummy_roles())
+
+
+def test_splits_are_seeded_disjoint_and_refuse_test_sets(tiny_questions):
+    train, val = split_train_val(tiny_questions, 0.34, seed=1)
+    assert len(val) == 1 and not {e.id for e in train} & {e.id for e in val}
+    assert split_train_val(tiny_questions, 0.34, seed=1)[1][0].id == val[0].id
+    from hyporag.errors import HyporagError
+
+    with pytest.raises(HyporagError, match="test split"):
+        refuse_test_split("medqa", allow_test=False)
+    refuse_test_split("medqa", allow_test=True)
+    refuse_test_split("medqa-dev", allow_test=False)
