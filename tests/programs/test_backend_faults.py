@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
 import pytest
 
 from hyporag.cli import main
@@ -14,45 +9,6 @@ from hyporag.errors import BackendError
 from hyporag.eval.runner import run_evaluation
 from hyporag.programs import make_program
 from hyporag.programs.lm import LMRoles, build_lm
-
-
-class FakeOpenAI(BaseHTTPRequestHandler):
-    """Answers /v1/chat/completions according to the server's `mode`."""
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        self.server.requests += 1
-        mode = self.server.mode
-        if mode == "slow":
-            time.sleep(2)
-            return
-        if mode == "429":
-            body, status = {"error": {"message": "rate limited"}}, 429
-        else:
-            content = "" if mode == "empty" else json.dumps({"answer": "A"})
-            body, status = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                            "choices": [{"index": 0, "finish_reason": "stop",
-                                         "message": {"role": "assistant", "content": content}}],
-                            "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}, 200
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
-@pytest.fixture
-def server():
-    srv = HTTPServer(("127.0.0.1", 0), FakeOpenAI)
-    srv.mode, srv.requests = "ok", 0
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
 
 
 def lm_for(server, **kwargs):

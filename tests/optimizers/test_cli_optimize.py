@@ -1,0 +1,46 @@
+"""compile → freeze → load → eval, and tune → freeze, from the CLI against a loopback OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+
+from hyporag.cli import main
+
+
+def common(server, tmp_path, tiny_corpus_dir):
+    return ["--lm", "openai/test-model", "--api-base", f"http://127.0.0.1:{server.server_port}/v1",
+            "--api-key", "k", "--no-cache", "--corpus", str(tiny_corpus_dir), "--index-dir", str(tmp_path / "ix"),
+            "--budget", "2"]
+
+
+def test_compile_freeze_eval_and_tune(server, tmp_path, tiny_corpus_dir, tiny_questions, capsys):
+    args = common(server, tmp_path, tiny_corpus_dir)
+    dataset = str(tmp_path / "q.jsonl")
+    artifact = tmp_path / "chr-artifact"
+    assert main(["compile", "--method", "chr", "--dataset", dataset, "--val-fraction", "0.34",
+                 "--optimizer", "bootstrap", "--out", str(artifact), *args]) == 0
+    manifest = json.loads((artifact / "manifest.json").read_text())
+    assert manifest["splits"]["train_size"] == 2 and manifest["splits"]["val_size"] == 1
+    assert manifest["optimizer"]["name"] == "bootstrap" and "after" in manifest["validation"]
+
+    out = tmp_path / "run"
+    assert main(["eval", "--program", str(artifact), "--dataset", dataset, "--out", str(out), *args]) == 0
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and all(r["method"] == "chr@chr-artifact" for r in rows)
+
+    tuned = tmp_path / "tuned"
+    assert main(["tune", "--method", "chr", "--study", "t1", "--trials", "2", "--dataset", dataset,
+                 "--storage", str(tmp_path / "t1.journal"), "--out", str(tuned), *args]) == 0
+    assert json.loads((tuned / "manifest.json").read_text())["optimizer"]["name"] == "optuna-tpe"
+    assert main(["tune", "--method", "chr", "--study", "t1", "--trials", "3", "--dataset", dataset,
+                 "--storage", str(tmp_path / "t1.journal"), *args]) == 0
+    import optuna
+
+    study = optuna.load_study(study_name="t1", storage=optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(tmp_path / "t1.journal"))))
+    assert len(study.trials) == 3  # resumed: one more trial, not three new ones
+
+
+def test_compile_refuses_a_test_split(server, tmp_path, tiny_corpus_dir, capsys):
+    code = main(["compile", "--method", "chr", "--dataset", "medqa", *common(server, tmp_path, tiny_corpus_dir)])
+    assert code == 2 and "test split" in capsys.readouterr().err
