@@ -83,8 +83,8 @@ def plots(report: dict, out_dir: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(methods)), 3.2))
         names = [s["method"] for s in methods]
         acc = [s["accuracy"] for s in methods]
-        err = [[a - s["ci95_low"] for a, s in zip(acc, methods, strict=True)],
-               [s["ci95_high"] - a for a, s in zip(acc, methods, strict=True)]]
+        err = [[max(0.0, a - s["ci95_low"]) for a, s in zip(acc, methods, strict=True)],  # float error at 0 or 1
+               [max(0.0, s["ci95_high"] - a) for a, s in zip(acc, methods, strict=True)]]
         ax.bar(names, acc, yerr=err, capsize=4, color="#4C72B0")
         ax.set_ylim(0, 1)
         ax.set_ylabel("accuracy (95% CI)")

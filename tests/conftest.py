@@ -94,6 +94,8 @@ class FakeOpenAI(BaseHTTPRequestHandler):
         if mode == "slow":
             time.sleep(2)
             return
+        if mode == "delay":
+            time.sleep(0.3)
         if mode == "429":
             body, status = {"error": {"message": "rate limited"}}, 429
         else:

@@ -1,0 +1,57 @@
+"""kill -9 in the middle of `hyporag eval`, then the same command again: finished rows are never recomputed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import dspy
+from dspy.utils import DummyLM
+
+from hyporag.eval.runner import run_evaluation
+from hyporag.programs import make_program
+from hyporag.programs.lm import LMRoles
+from tests.conftest import write_jsonl
+
+
+def test_kill_9_then_rerun_completes_without_recomputing(server, tmp_path):
+    server.mode = "delay"
+    questions = [{"id": f"q{i}", "question": f"Question {i}?", "options": {"A": "x", "B": "y"}, "answer": "A"}
+                 for i in range(10)]
+    dataset = write_jsonl(tmp_path / "q.jsonl", questions)
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "hyporag.cli", "eval", "--dataset", str(dataset), "--methods", "cot",
+               "--out", str(out), "--lm", "openai/test-model", "--api-base",
+               f"http://127.0.0.1:{server.server_port}/v1", "--api-key", "k", "--no-cache"]
+    env = {**os.environ, "HYPORAG_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rows_file = out / "results.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not rows_file.exists() or len(rows_file.read_text().splitlines()) < 3):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = len([line for line in rows_file.read_text().splitlines() if line.strip()])
+    assert 3 <= finished < 10
+    before = server.requests
+    assert subprocess.run(command, env=env, capture_output=True).returncode == 0
+    # Only the unfinished questions are asked again (two requests each: the fake server answers in JSON, so DSPy's
+    # ChatAdapter falls back to its JSONAdapter once per question).
+    assert server.requests - before == 2 * (10 - finished)
+    rows = [json.loads(line) for line in rows_file.read_text().splitlines()]
+    assert sorted(r["question_id"] for r in rows) == sorted(q["id"] for q in questions)
+
+
+def test_rerun_into_a_new_directory_is_served_from_cache(tiny_questions, tmp_path):
+    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(tmp_path / "dspy"))
+    lm = DummyLM([{"answer": "B"}] * 3)
+    program = make_program("cot", roles=LMRoles.from_lms(lm))
+    first = run_evaluation({"cot": program}, tiny_questions, tmp_path / "a", {"dataset": "t"}, progress=False)
+    second = run_evaluation({"cot": program}, tiny_questions, tmp_path / "b", {"dataset": "t"}, progress=False)
+    assert first["methods"][0]["calls_per_q"] == 1.0
+    assert second["methods"][0]["calls_per_q"] == 0.0 and len(lm.history) == 3
+    assert second["methods"][0]["accuracy"] == first["methods"][0]["accuracy"]
