@@ -48,7 +48,13 @@ def _add_program_args(parser: argparse.ArgumentParser) -> None:
                        help="let retrieval see the options (default: per method; HCQR/CHR do, baselines do not)")
     group.add_argument("--question-only", dest="sees_options", action="store_const", const=False,
                        help="MIRAGE's rule: retrieval sees the question only")
-    group.add_argument("--lam", type=float, default=1.0, help="CHR's fixed λ")
+    group.add_argument("--lam", type=float, default=1.0, help="CHR's fixed λ (or lam_max of an adaptive schedule)")
+    group.add_argument("--schedule", choices=("fixed", "linear", "threshold", "sigmoid"), default="fixed",
+                       help="CHR's λ schedule over cos(H+, H-)")
+    group.add_argument("--per-query-k", type=int, help="HCQR: passages retrieved per query before the merge")
+    group.add_argument("--merge-policy", choices=("round_robin", "score"), default="round_robin")
+    group.add_argument("--hyde-docs", type=int, default=1, help="HyDE: hypothetical documents per question")
+    group.add_argument("--rrf-k", type=int, default=60, help="reciprocal-rank-fusion constant for hybrid retrieval")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,7 +161,7 @@ def _retriever(args: argparse.Namespace, needed: bool):
     if not (directory / "manifest.json").is_file():
         print(f"no index at {directory}: building a BM25 index of {corpus.name} first (once, ~10 s)", file=sys.stderr)
         build_index(corpus, directory, retriever="bm25", progress=False, log=lambda m: print(m, file=sys.stderr))
-    return open_index(directory, corpus=corpus, mode=args.retriever, faiss_kind=args.faiss)
+    return open_index(directory, corpus=corpus, mode=args.retriever, faiss_kind=args.faiss, rrf_k=args.rrf_k)
 
 
 def _program(method: str, args: argparse.Namespace, retriever, roles):
@@ -165,10 +171,15 @@ def _program(method: str, args: argparse.Namespace, retriever, roles):
 
     if method not in METHODS:
         raise HyporagError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
-    kwargs = {"retriever": retriever, "roles": roles, "budget": args.budget, "reasoning": args.reasoning,
-              "retrieval_sees_options": args.sees_options}
-    if method == "chr":
-        kwargs["schedule"] = LambdaSchedule("fixed", lam=args.lam)
+    kwargs = {"retriever": retriever, "roles": roles, "budget": args.budget, "reasoning": args.reasoning}
+    if args.sees_options is not None:  # unset keeps the method's own rule (and ablations' presets)
+        kwargs["retrieval_sees_options"] = args.sees_options
+    if method == "chr":  # the named schedules (chr-linear, ...) keep their own defaults
+        kwargs["schedule"] = LambdaSchedule(args.schedule, lam=args.lam, lam_max=args.lam)
+    elif method == "hyde":
+        kwargs["num_documents"] = args.hyde_docs
+    elif method.startswith("hcqr"):
+        kwargs.update(per_query_k=args.per_query_k, merge_policy=args.merge_policy)
     return make_program(method, **kwargs)
 
 

@@ -33,3 +33,18 @@ def test_unknown_local_model_is_exit_2(capsys):
     assert main(["ask", "--question", "Q?", "--option", "A=x", "--option", "B=y", "--method", "cot",
                  "--lm", "local:nope"]) == 2
     assert "unknown local model" in capsys.readouterr().err
+
+
+def test_cli_keeps_ablation_presets_unless_overridden():
+    from hyporag.cli import _program, build_parser
+
+    args = build_parser().parse_args(["eval", "--dataset", "x", "--methods", "hcqr-no-options"])
+    retriever = object()
+    assert _program("hcqr-no-options", args, retriever, None).retrieval_sees_options is False
+    assert _program("hcqr", args, retriever, None).retrieval_sees_options is True
+    assert _program("rag", args, retriever, None).retrieval_sees_options is False
+    args = build_parser().parse_args(["eval", "--dataset", "x", "--options-visible"])
+    assert _program("rag", args, retriever, None).retrieval_sees_options is True
+    args = build_parser().parse_args(["eval", "--dataset", "x", "--schedule", "sigmoid", "--lam", "0.8"])
+    schedule = _program("chr", args, retriever, None).schedule
+    assert schedule.kind == "sigmoid" and schedule.lam_max == 0.8
