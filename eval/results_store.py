@@ -14,20 +14,11 @@ from typing import Any
 
 from hyporag.atomic import write_json_atomic
 from hyporag.errors import HyporagError
+from hyporag.processes import pid_alive
 
 ROWS = "results.jsonl"
 SETTINGS = "run.json"
 LOCK = ".lock"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class ResultsStore:
@@ -66,7 +57,7 @@ class ResultsStore:
                     pid = int(lock.read_text().strip() or 0)
                 except (OSError, ValueError):
                     pid = 0
-                if pid and pid != os.getpid() and _pid_alive(pid):
+                if pid and pid != os.getpid() and pid_alive(pid):
                     raise HyporagError(f"{self.directory}: another evaluation (pid {pid}) is writing here; "
                                        "wait for it or use another --out") from None
                 lock.unlink(missing_ok=True)  # stale lock from a killed run

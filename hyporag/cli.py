@@ -195,22 +195,26 @@ def _parse_options(raw: list[str]) -> dict[str, str]:
     return dict(sorted(options.items()))
 
 
+def _describe_dataset(report) -> tuple[int, str]:
+    return len(report.examples), report.source
+
+
+def _describe_corpus(corpus) -> tuple[int, str]:
+    return corpus.count(), f"{corpus.source} ({len(corpus.files)} files)"
+
+
 def cmd_data_list(args: argparse.Namespace) -> int:
     from hyporag.eval.datasets import BENCHMARKS, load_benchmark
     from hyporag.retrieval.corpus import CORPORA, load_corpus
 
-    for name in BENCHMARKS:
+    loaders = [("dataset", n, lambda n: _describe_dataset(load_benchmark(n, args.data_dir))) for n in BENCHMARKS]
+    loaders += [("corpus", n, lambda n: _describe_corpus(load_corpus(n, args.data_dir))) for n in CORPORA]
+    for kind, name, describe in loaders:
         try:
-            report = load_benchmark(name, args.data_dir)
-            print(f"dataset  {name:<14} {len(report.examples):>6}  {report.source}")
+            count, source = describe(name)
         except HyporagError as exc:
-            print(f"dataset  {name:<14} {'-':>6}  unavailable: {exc}")
-    for name in CORPORA:
-        try:
-            corpus = load_corpus(name, args.data_dir)
-            print(f"corpus   {name:<14} {corpus.count():>6}  {corpus.source} ({len(corpus.files)} files)")
-        except HyporagError as exc:
-            print(f"corpus   {name:<14} {'-':>6}  unavailable: {exc}")
+            count, source = "-", f"unavailable: {exc}"
+        print(f"{kind:<8} {name:<14} {count:>6}  {source}")
     return 0
 
 
@@ -471,6 +475,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"hyporag: error: LM backend: {str(exc).splitlines()[0][:300]}", file=sys.stderr)
         return 3
+    except BrokenPipeError:  # `hyporag data list | head`: the reader left, which is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("hyporag: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130

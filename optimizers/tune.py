@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hyporag.errors import HyporagError
+from hyporag.processes import pid_alive
 
 SEARCH_SPACES = ("chr", "hcqr")
 
@@ -47,23 +48,13 @@ def recover_stale_trials(study) -> int:
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         worker = str(trial.user_attrs.get("worker", ""))
         worker_host, _, pid = worker.rpartition(":")
-        if worker_host != host or not pid.isdigit() or _alive(int(pid)):
+        if worker_host != host or not pid.isdigit() or pid_alive(int(pid)):
             continue
         study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
         if trial.params:
             study.enqueue_trial(trial.params, skip_if_exists=False)
         recovered += 1
     return recovered
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def suggest(trial, method: str, modes: list[str], budget: int) -> dict[str, Any]:
