@@ -468,6 +468,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"hyporag: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # `hyporag data list | head`: the reader left, which is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:
         from dspy.utils.exceptions import LMError
 
@@ -475,9 +478,6 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"hyporag: error: LM backend: {str(exc).splitlines()[0][:300]}", file=sys.stderr)
         return 3
-    except BrokenPipeError:  # `hyporag data list | head`: the reader left, which is fine
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
     except KeyboardInterrupt:
         print("hyporag: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
