@@ -1,0 +1,31 @@
+"""The local engine's request translation: lm15's schema form becomes llama.cpp's json_schema, capped."""
+
+from __future__ import annotations
+
+from dspy.lm15 import Config, Message, Request
+
+from hyporag.programs.local_engine import LocalEngine, cap_schema
+
+
+def test_cap_schema_bounds_free_strings_and_lists_only():
+    schema = {"type": "object", "properties": {
+        "answer": {"type": "string", "enum": ["A", "B"]},
+        "rationale": {"type": "string"},
+        "features": {"type": "array", "items": {"type": "string"}},
+        "short": {"type": "string", "maxLength": 10}}}
+    capped = cap_schema(schema, 100, 3)["properties"]
+    assert "maxLength" not in capped["answer"]
+    assert capped["rationale"]["maxLength"] == 100 and capped["short"]["maxLength"] == 10
+    assert capped["features"]["maxItems"] == 3 and capped["features"]["items"]["maxLength"] == 100
+
+
+def test_request_becomes_an_openai_body_with_a_capped_schema(tmp_path):
+    engine = LocalEngine(tmp_path / "unused.gguf", max_string_chars=50, max_list_items=2)
+    schema = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
+    request = Request(model="local/m", system="be brief", messages=(Message.user("hi"),),
+                      config=Config(max_tokens=20, temperature=0.0, stop=("END",),
+                                    response_format={"type": "json_schema", "schema": schema, "name": "o"}))
+    body = engine.to_openai_body(request)
+    assert body["messages"] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    assert body["max_tokens"] == 20 and body["stop"] == ["END"] and body["temperature"] == 0.0
+    assert body["json_schema"]["properties"]["x"]["maxLength"] == 50 and "response_format" not in body
