@@ -185,3 +185,23 @@ def test_interrupted_embedding_resumes_from_shards(tiny_corpus_dir, tmp_path, mo
     vectors = dense.embed_in_shards(store.texts(4), embedder, directory / "dense" / "shards", store.count,
                                     progress=False)
     assert len(vectors) == 10 and calls == [4, 2]  # the first shard was reused, not re-embedded
+
+
+def test_hub_corpus_is_materialised_once_when_no_local_copy(monkeypatch):
+    import datasets as hf
+
+    from hyporag.retrieval import corpus as corpus_module
+
+    calls = []
+
+    def fake_load(name, split=None):
+        calls.append(name)
+        return [{"id": "t1", "title": "Book", "content": "Insulin is secreted by beta cells."}]
+
+    monkeypatch.setattr(corpus_module, "data_root", lambda explicit=None: None)
+    monkeypatch.setattr(hf, "load_dataset", fake_load)
+    first = load_corpus("textbooks")
+    assert [p.id for p in first] == ["t1"] and first.source == "huggingface-hub:MedRAG/textbooks"
+    assert load_corpus("textbooks").fingerprint() == first.fingerprint() and calls == ["MedRAG/textbooks"]
+    with pytest.raises(DataError, match="no hub copy"):
+        load_corpus("openstax")
