@@ -30,13 +30,16 @@ class CHR(MCQProgram):
                                  options=self.retrieval_options(options))
         h_plus = str(getattr(result, "target_hypothesis", None) or question)
         h_minus = str(getattr(result, "mimic_hypothesis", None) or "")
-        similarity = self.retriever.hypothesis_similarity(h_plus, h_minus) if self.schedule.kind != "fixed" else None
+        vectors = similarity = None
+        if self.schedule.kind != "fixed":  # one encoder call serves both the similarity and the query vector
+            vectors = self.retriever.hypothesis_vectors(h_plus, h_minus)
+            similarity = self.retriever.hypothesis_similarity(h_plus, h_minus, vectors)
         lam = self.schedule(similarity if similarity is not None else 0.0)
         trace.hypothesis = {"target": h_plus, "mimic": h_minus, "similarity": similarity, "lambda": lam}
         trace.queries.extend([h_plus, h_minus])
         if not h_minus.strip():
             return self.retriever.search(h_plus, self.budget, mode=self.mode)
-        return self.retriever.search_contrastive(h_plus, h_minus, lam, self.budget, mode=self.mode)
+        return self.retriever.search_contrastive(h_plus, h_minus, lam, self.budget, mode=self.mode, vectors=vectors)
 
     def settings(self) -> dict:
         return {**super().settings(), "schedule": self.schedule.to_dict()}

@@ -78,30 +78,37 @@ class Retriever:
         return self._fuse([lexical, semantic], k)
 
     # -- contrastive (CHR) --------------------------------------------------------------------------------------
-    def hypothesis_similarity(self, h_plus: str, h_minus: str) -> float:
+    def hypothesis_vectors(self, h_plus: str, h_minus: str) -> np.ndarray | None:
+        """ĥ+ and ĥ− in one encoder call (None without a dense index); pass them on to avoid encoding twice."""
+        return self.dense.encode([h_plus, h_minus]) if self.dense is not None else None
+
+    def hypothesis_similarity(self, h_plus: str, h_minus: str, vectors: np.ndarray | None = None) -> float:
         """cos(ĥ+, ĥ−) with the dense embedder, or token Jaccard when only BM25 is available."""
         if self.dense is not None:
-            a, b = self.dense.encode([h_plus, h_minus])
+            a, b = vectors if vectors is not None else self.hypothesis_vectors(h_plus, h_minus)
             return float(np.dot(a, b))
         tokens_a, tokens_b = set(h_plus.lower().split()), set(h_minus.lower().split())
         return len(tokens_a & tokens_b) / max(1, len(tokens_a | tokens_b))
 
-    def contrastive_vector(self, h_plus: str, h_minus: str, lam: float) -> np.ndarray:
-        a, b = self.dense.encode([h_plus, h_minus])
+    def contrastive_vector(self, h_plus: str, h_minus: str, lam: float,
+                           vectors: np.ndarray | None = None) -> np.ndarray:
+        a, b = vectors if vectors is not None else self.hypothesis_vectors(h_plus, h_minus)
         return (a - lam * b)[None, :]
 
     def search_contrastive(self, h_plus: str, h_minus: str, lam: float = 1.0, k: int = 15,
-                           mode: str | None = None) -> list[Hit]:
+                           mode: str | None = None, vectors: np.ndarray | None = None) -> list[Hit]:
         mode = mode or self.mode
         self._check(mode)
         if mode == "dense":
-            return self._hits(*self.dense.search_vectors(self.contrastive_vector(h_plus, h_minus, lam), k))[0]
+            query = self.contrastive_vector(h_plus, h_minus, lam, vectors)
+            return self._hits(*self.dense.search_vectors(query, k))[0]
         depth = max(k, self.candidate_depth)
         lexical = self._bm25_contrastive_rows(h_plus, h_minus, lam, depth)
         if mode == "bm25":
             rows, scores = zip(*lexical[:k], strict=True) if lexical else ((), ())
             return self._hits(np.array([rows]), np.array([scores]))[0]
-        semantic = self._rows(*self.dense.search_vectors(self.contrastive_vector(h_plus, h_minus, lam), depth))[0]
+        query = self.contrastive_vector(h_plus, h_minus, lam, vectors)
+        semantic = self._rows(*self.dense.search_vectors(query, depth))[0]
         return self._fuse([lexical, semantic], k)
 
     def _bm25_contrastive_rows(self, h_plus: str, h_minus: str, lam: float, depth: int) -> list[tuple[int, float]]:
