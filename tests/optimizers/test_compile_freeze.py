@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from dspy.utils import DummyLM
@@ -137,3 +138,21 @@ def test_splits_are_seeded_disjoint_and_refuse_test_sets(tiny_questions):
         refuse_test_split("medqa", allow_test=False)
     refuse_test_split("medqa", allow_test=True)
     refuse_test_split("medqa-dev", allow_test=False)
+
+
+def test_interrupted_save_leaves_no_partial_artifact(tiny_retriever, tiny_questions, tmp_path, monkeypatch):
+    result, out = compiled_chr(tiny_retriever, tiny_questions, tmp_path)
+    before = (out / "program.json").read_bytes()
+
+    def interrupted(path, *args, **kwargs):
+        Path(path).write_text('{"half": ')
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(result.program, "save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        save_artifact(out, result.program, tiny_retriever, {"answer": "dummy"}, {})
+    assert (out / "program.json").read_bytes() == before  # the previous artifact is intact
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    with pytest.raises(KeyboardInterrupt):
+        save_artifact(tmp_path / "new", result.program, tiny_retriever, {"answer": "dummy"}, {})
+    assert not (tmp_path / "new").exists()
