@@ -10,6 +10,7 @@ import sys
 import time
 
 import dspy
+import pytest
 
 from hyporag.eval.runner import run_evaluation
 from hyporag.programs import make_program
@@ -17,7 +18,8 @@ from hyporag.programs.lm import LMRoles, build_lm
 from tests.conftest import write_jsonl
 
 
-def test_kill_9_then_rerun_completes_without_recomputing(server, tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT])
+def test_interrupt_then_rerun_completes_without_recomputing(server, tmp_path, signum):
     server.mode = "delay"
     questions = [{"id": f"q{i}", "question": f"Question {i}?", "options": {"A": "x", "B": "y"}, "answer": "A"}
                  for i in range(10)]
@@ -32,8 +34,9 @@ def test_kill_9_then_rerun_completes_without_recomputing(server, tmp_path):
     deadline = time.time() + 60
     while time.time() < deadline and (not rows_file.exists() or len(rows_file.read_text().splitlines()) < 3):
         time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    os.kill(proc.pid, signum)
+    code = proc.wait(timeout=60)
+    assert code == (130 if signum == signal.SIGINT else -signal.SIGKILL)  # Ctrl-C exits cleanly with 130
     finished = len([line for line in rows_file.read_text().splitlines() if line.strip()])
     assert 3 <= finished < 10
     before = server.requests
