@@ -36,7 +36,8 @@ def test_unknown_local_model_is_exit_2(capsys):
 
 
 def test_cli_keeps_ablation_presets_unless_overridden():
-    from hyporag.cli import _program, build_parser
+    from hyporag.cli import build_parser
+    from hyporag.cli_common import program_from_args as _program
 
     args = build_parser().parse_args(["eval", "--dataset", "x", "--methods", "hcqr-no-options"])
     retriever = object()

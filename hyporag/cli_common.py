@@ -1,0 +1,72 @@
+"""What every command builds from its flags: LM roles, the retriever, programs and frozen artifacts."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+
+from hyporag.errors import HyporagError
+
+
+def roles_from_args(args: argparse.Namespace):
+    from hyporag.programs.lm import LMRoles, configure_cache
+
+    configure_cache(enabled=not args.no_cache)
+    return LMRoles.from_specs(args.lm, args.hypothesis_lm, args.answer_lm, args.judge_lm, api_base=args.api_base,
+                              api_key=args.api_key, max_tokens=args.max_tokens, cache=not args.no_cache,
+                              timeout=args.timeout, num_retries=args.retries)
+
+
+def retriever_from_args(args: argparse.Namespace, needed: bool):
+    if not needed:
+        return None
+    from hyporag.retrieval import build_index, default_index_dir, load_corpus, open_index
+
+    corpus = load_corpus(args.corpus, args.data_dir)
+    directory = Path(args.index_dir) if args.index_dir else default_index_dir(corpus.name)
+    if not (directory / "manifest.json").is_file():
+        print(f"no index at {directory}: building a BM25 index of {corpus.name} first (once, ~10 s)", file=sys.stderr)
+        build_index(corpus, directory, retriever="bm25", progress=False, log=lambda m: print(m, file=sys.stderr))
+    return open_index(directory, corpus=corpus, mode=args.retriever, faiss_kind=args.faiss, rrf_k=args.rrf_k)
+
+
+def program_from_args(method: str, args: argparse.Namespace, retriever, roles):
+    from hyporag.programs import make_program
+    from hyporag.programs.registry import METHODS
+    from hyporag.retrieval import LambdaSchedule
+
+    if method not in METHODS:
+        raise HyporagError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
+    kwargs = {"retriever": retriever, "roles": roles, "budget": args.budget, "reasoning": args.reasoning}
+    if args.sees_options is not None:  # unset keeps the method's own rule (and ablations' presets)
+        kwargs["retrieval_sees_options"] = args.sees_options
+    if method == "chr":  # the named schedules (chr-linear, ...) keep their own defaults
+        kwargs["schedule"] = LambdaSchedule(args.schedule, lam=args.lam, lam_max=args.lam)
+    elif method == "hyde":
+        kwargs["num_documents"] = args.hyde_docs
+    elif method.startswith("hcqr"):
+        kwargs.update(per_query_k=args.per_query_k, merge_policy=args.merge_policy)
+    return make_program(method, **kwargs)
+
+
+def frozen_from_args(args: argparse.Namespace, roles):
+    """Load a frozen artifact on the index it was compiled against (its corpus unless --corpus says otherwise)."""
+    from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest
+
+    manifest = read_artifact_manifest(args.program)
+    corpus = manifest["retrieval"].get("corpus")
+    if corpus and args.corpus == "medcorp-local":
+        args.corpus = corpus
+    if args.retriever is None:
+        args.retriever = manifest["retrieval"].get("mode")
+    needs_retrieval = manifest["method"] != "cot"
+    return load_artifact(args.program, retriever_from_args(args, needs_retrieval), roles)
+
+
+def select_examples(examples: list, limit: int | None, seed: int) -> list:
+    """A seeded shuffle, then the first `limit`: the same questions for every method and every re-run."""
+    order = list(examples)
+    random.Random(seed).shuffle(order)
+    return order[:limit] if limit else order

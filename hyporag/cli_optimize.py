@@ -1,0 +1,132 @@
+"""`hyporag compile` and `hyporag tune`: prompt optimization and numeric tuning, both ending in a frozen artifact."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hyporag.cli_common import (
+    frozen_from_args,
+    program_from_args,
+    retriever_from_args,
+    roles_from_args,
+    select_examples,
+)
+from hyporag.errors import HyporagError
+
+
+def _splits(args: argparse.Namespace) -> tuple[list, list, dict]:
+    from hyporag.eval.datasets import load_benchmark
+    from hyporag.optimizers.splits import refuse_test_split, split_train_val
+
+    if args.trainset or args.valset:
+        if not (args.trainset and args.valset):
+            raise HyporagError("--trainset and --valset go together")
+        for name in (args.trainset, args.valset):
+            refuse_test_split(name, args.allow_test)
+        train = load_benchmark(args.trainset, args.data_dir).examples
+        val = load_benchmark(args.valset, args.data_dir).examples
+        if {e.id for e in train} & {e.id for e in val} and args.trainset == args.valset:
+            raise HyporagError("--trainset and --valset are the same set: give disjoint splits")
+        return train, val, {"train": args.trainset, "val": args.valset, "train_size": len(train),
+                            "val_size": len(val)}
+    refuse_test_split(args.dataset, args.allow_test)
+    examples = select_examples(load_benchmark(args.dataset, args.data_dir).examples, args.limit, args.seed)
+    train, val = split_train_val(examples, args.val_fraction, args.seed)
+    return train, val, {"dataset": args.dataset, "val_fraction": args.val_fraction, "seed": args.seed,
+                        "limit": args.limit, "train_size": len(train), "val_size": len(val)}
+
+
+def _metric(args: argparse.Namespace, roles):
+    from hyporag.eval.judge import ContextJudge
+    from hyporag.eval.metric_fns import make_metric
+
+    return make_metric(args.metric, ContextJudge(roles.judge) if args.metric != "accuracy" else None)
+
+
+def _base_program(args: argparse.Namespace, roles):
+    """The program to optimize: a frozen artifact (--program) or a fresh one for --method."""
+    if args.program:
+        return frozen_from_args(args, roles)
+    return program_from_args(args.method, args, retriever_from_args(args, args.method != "cot"), roles)
+
+
+def _variant(base, roles, overrides: dict):
+    """`base` with some constructor settings replaced, keeping its tuned prompts and demos (one per Optuna trial)."""
+    from hyporag.optimizers.artifact import constructor_kwargs
+    from hyporag.programs import make_program
+
+    program = make_program(base.method, retriever=base.retriever, roles=roles,
+                           **{**constructor_kwargs(base.settings()), **overrides})
+    program.load_state(base.dump_state())
+    return program
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from hyporag.optimizers.artifact import save_artifact
+    from hyporag.optimizers.compile import compile_program
+
+    roles = roles_from_args(args)
+    train, val, split = _splits(args)
+    program = _base_program(args, roles)
+    metric = _metric(args, roles)
+    print(f"compile {program.method} with {args.optimizer} on {split['train_size']} train / {split['val_size']} val "
+          f"questions, metric {args.metric}", file=sys.stderr)
+    result = compile_program(program, train, val, args.optimizer, metric, roles, auto=args.auto,
+                             max_demos=args.max_demos, seed=args.seed, threads=args.threads)
+    out = Path(args.out or Path("artifacts") / f"{program.method}-{args.optimizer}")
+    save_artifact(out, result.program, program.retriever, roles.specs(), {
+        "optimizer": result.settings, "metric": args.metric, "splits": split,
+        "validation": {"before": result.before, "after": result.after},
+        "cost": {"seconds": round(result.seconds, 1), "lm_calls": result.calls}})
+    print(f"validation {args.metric}: {result.before:.3f} -> {result.after:.3f} "
+          f"({result.seconds:.0f} s, {result.calls} LM calls); frozen to {out}")
+    return 0
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from hyporag.optimizers.artifact import save_artifact
+    from hyporag.optimizers.tune import open_study, recover_stale_trials, run_study, study_report, suggest
+
+    roles = roles_from_args(args)
+    study = open_study(args.study, args.storage, args.seed, Path("runs") / "studies")
+    if args.report:
+        for row in study_report(study, Path("runs") / "studies"):
+            print(f"trial {row['trial']:>3}  {row['value']:.3f}  {row['params']}")
+        print(f"plots: runs/studies/{args.study}-history.png, runs/studies/{args.study}-importance.png")
+        return 0
+    _, val, split = _splits(args)
+    metric = _metric(args, roles)
+    probe = _base_program(args, roles)
+    available = [m for m in ("bm25", "dense", "hybrid") if _mode_available(probe.retriever, m)]
+    modes = [m for m in (args.modes.split(",") if args.modes else available) if m in available]
+    if not modes:
+        raise HyporagError(f"none of the requested retriever modes are in the index (it has {', '.join(available)})")
+    recovered = recover_stale_trials(study)
+    if recovered:
+        print(f"re-queued {recovered} trial(s) left running by a killed worker", file=sys.stderr)
+    study.set_user_attr("method", args.method)
+    run_study(study, lambda kwargs: _variant(probe, roles, kwargs), val, metric, probe.method, modes,
+              args.budget, args.trials)
+    best = study.best_trial
+    print(f"best trial {best.number}: {args.metric} {best.value:.3f} with {best.params}")
+    if args.out:
+        import optuna
+
+        program = _variant(probe, roles, suggest(optuna.trial.FixedTrial(best.params), probe.method, modes,
+                                                 args.budget))
+        save_artifact(args.out, program, program.retriever, roles.specs(), {
+            "optimizer": {"name": "optuna-tpe", "study": args.study, "trials": len(study.trials), "seed": args.seed,
+                          "best_params": best.params},
+            "metric": args.metric, "splits": split, "validation": {"after": best.value}})
+        print(f"frozen best trial to {args.out}")
+    return 0
+
+
+def _mode_available(retriever, mode: str) -> bool:
+    try:
+        retriever._check(mode)
+    except ValueError:
+        return False
+    return True
