@@ -1,8 +1,44 @@
 """hyporag: decision-useful retrieval for multiple-choice questions, as DSPy programs.
 
 Subpackages: `hyporag.signatures`, `hyporag.programs`, `hyporag.retrieval`, `hyporag.eval`, `hyporag.optimizers`.
+The names below are the public API; they import lazily so `import hyporag` stays cheap (no torch, no FAISS).
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "HCQR": "hyporag.programs",
+    "CHR": "hyporag.programs",
+    "CoT": "hyporag.programs",
+    "SimpleRAG": "hyporag.programs",
+    "RerankRAG": "hyporag.programs",
+    "Rewriting": "hyporag.programs",
+    "HyDE": "hyporag.programs",
+    "Query2DocRAG": "hyporag.programs",
+    "make_program": "hyporag.programs",
+    "LMRoles": "hyporag.programs",
+    "build_lm": "hyporag.programs",
+    "LambdaSchedule": "hyporag.retrieval",
+    "build_index": "hyporag.retrieval",
+    "open_index": "hyporag.retrieval",
+    "default_index_dir": "hyporag.retrieval",
+    "load_corpus": "hyporag.retrieval",
+    "load_benchmark": "hyporag.eval.datasets",
+    "load_records": "hyporag.eval.records",
+    "run_evaluation": "hyporag.eval.runner",
+    "load_artifact": "hyporag.optimizers.artifact",
+    "save_artifact": "hyporag.optimizers.artifact",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'hyporag' has no attribute {name!r}")

@@ -49,3 +49,12 @@ def test_cli_keeps_ablation_presets_unless_overridden():
     args = build_parser().parse_args(["eval", "--dataset", "x", "--schedule", "sigmoid", "--lam", "0.8"])
     schedule = _program("chr", args, retriever, None).schedule
     assert schedule.kind == "sigmoid" and schedule.lam_max == 0.8
+
+
+def test_public_api_is_lazy_and_complete():
+    import subprocess
+    import sys
+
+    code = ("import sys, hyporag; assert 'torch' not in sys.modules and 'faiss' not in sys.modules; "
+            "[getattr(hyporag, n) for n in hyporag.__all__]; print('ok')")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "ok"
