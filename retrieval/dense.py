@@ -17,10 +17,23 @@ FAISS_KINDS = ("flat", "hnsw", "ivf")
 
 def embed_in_shards(batches: Iterable[list[str]], embedder, directory: Path, total: int, shard_size: int = 2048,
                     batch_size: int = 64, progress: bool = True) -> np.ndarray:
-    """Embed texts shard by shard (each saved atomically), skipping shards already on disk; returns all vectors."""
+    """Embed texts shard by shard (each saved atomically), skipping shards already on disk; returns all vectors.
+
+    The shards' embedder is recorded beside them: shards left by another embedder are discarded, never mixed in.
+    """
+    import json
+    import shutil
+
     from tqdm import tqdm
 
+    identity = {"embedder": getattr(embedder, "name", type(embedder).__name__),
+                "max_seq_length": getattr(getattr(embedder, "model", None), "max_seq_length", None),
+                "dimension": embedder.dimension}
+    meta = directory / "embedder.json"
+    if directory.is_dir() and (not meta.is_file() or json.loads(meta.read_text()) != identity):
+        shutil.rmtree(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    meta.write_text(json.dumps(identity))
     shards: list[np.ndarray] = []
     bar = tqdm(total=total, desc="embedding", unit="passage", disable=not progress)
     for number, texts in enumerate(batches):

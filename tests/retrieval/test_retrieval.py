@@ -205,3 +205,13 @@ def test_hub_corpus_is_materialised_once_when_no_local_copy(monkeypatch):
     assert load_corpus("textbooks").fingerprint() == first.fingerprint() and calls == ["MedRAG/textbooks"]
     with pytest.raises(DataError, match="no hub copy"):
         load_corpus("openstax")
+
+
+def test_shards_from_another_embedder_are_discarded(tmp_path):
+    from hyporag.retrieval.dense import embed_in_shards
+    from hyporag.retrieval.embedder import HashingEmbedder
+
+    texts = [["a b", "c d"], ["e f"]]
+    first = embed_in_shards(iter(texts), HashingEmbedder(8), tmp_path / "s", 3, progress=False)
+    second = embed_in_shards(iter(texts), HashingEmbedder(16), tmp_path / "s", 3, progress=False)
+    assert first.shape == (3, 8) and second.shape == (3, 16)
