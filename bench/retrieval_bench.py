@@ -159,6 +159,31 @@ def main() -> None:
     report["evidence_questions"] = len(examples)
     write_json_atomic(args.out, report)
     print(json.dumps(report, indent=2))
+    print(markdown(report))
+
+
+def markdown(report: dict) -> str:
+    """The README tables."""
+    b = report["build"]
+    lines = ["| part | build time | size |", "|---|---:|---:|",
+             f"| passage store (SQLite) | {b['store_s']:.1f} s | {b['store_mb']:.0f} MB |",
+             f"| BM25 (bm25s) | {b['bm25_s']:.1f} s | {b['bm25_mb']:.0f} MB |",
+             f"| MiniLM vectors | {b['dense_embed_s'] / 60:.1f} min | {b['vectors_mb']:.0f} MB |",
+             f"| FAISS flat | {b['faiss_flat_s']:.1f} s | {b['faiss_flat_mb']:.0f} MB |",
+             f"| FAISS HNSW32 | {b['faiss_hnsw_s']:.1f} s | {b['faiss_hnsw_mb']:.0f} MB |", "",
+             "| query (k=15) | ms / query | × plain dense |", "|---|---:|---:|"]
+    for name, ms in report["latency_ms"].items():
+        lines.append(f"| {name} | {ms:.2f} | {report['ratio_to_dense'][name]:.2f} |")
+    f, r = report["faiss_vs_numpy"], report["bm25s_vs_rank_bm25"]
+    lines += ["", f"FAISS flat {f['faiss_flat_ms']:.2f} ms vs NumPy matrix product {f['numpy_ms']:.2f} ms per query "
+              f"(batched, search only): NumPy/FAISS = {f['numpy_over_faiss']:.2f}.",
+              f"bm25s {r['bm25s_ms']:.2f} ms vs rank_bm25 {r['rank_bm25_ms']:.0f} ms per query: "
+              f"{r['speedup']:.0f}x (rank_bm25 index build {r['rank_bm25_build_s']:.0f} s).", "",
+              f"| top-15 on medqa-dev (n={report['evidence_questions']}) | gold option text | a distractor's text |",
+              "|---|---:|---:|"]
+    for name, rates in report["evidence_top15"].items():
+        lines.append(f"| {name} | {rates['gold']:.3f} | {rates['distractor']:.3f} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
