@@ -83,12 +83,12 @@ class DenseIndex:
     DIRNAME = "dense"
 
     def __init__(self, index, embedder, kind: str):
-        import faiss
+        import os
 
         self.index = index
         self.embedder = embedder
         self.kind = kind
-        self.threads = faiss.omp_get_max_threads()
+        self.threads = os.cpu_count() or 1
 
     @classmethod
     def load(cls, directory: Path, embedder, kind: str = "flat") -> DenseIndex:
