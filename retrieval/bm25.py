@@ -46,15 +46,21 @@ class BM25Index:
         return cls(bm25s.BM25.load(str(directory), mmap=True, show_progress=False))
 
     def search_many(self, queries: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k rows and scores per query; a query with no known terms gets score-0 rows (filtered by callers)."""
+        """Top-k rows and scores per query; a query with no indexable term (only stopwords, say) gets row -1 and
+        score 0, which callers drop."""
         import bm25s
 
         k = min(k, self.size)
         tokens = bm25s.tokenize(list(queries), stopwords="en", stemmer=self.stemmer, return_ids=False,
                                 show_progress=False)
-        tokens = [t if t else [""] for t in tokens]
-        rows, scores = self.model.retrieve(tokens, k=k, show_progress=False, n_threads=1)
-        return np.asarray(rows), np.asarray(scores, dtype=np.float32)
+        rows = np.full((len(tokens), k), -1, dtype=np.int64)
+        scores = np.zeros((len(tokens), k), dtype=np.float32)
+        searchable = [i for i, t in enumerate(tokens) if t]
+        if searchable:  # bm25s cannot score an empty token list
+            found, found_scores = self.model.retrieve([tokens[i] for i in searchable], k=k, show_progress=False,
+                                                      n_threads=1)
+            rows[searchable], scores[searchable] = found, found_scores
+        return rows, scores
 
     def score_rows(self, query: str, rows: np.ndarray) -> np.ndarray:
         """BM25 scores of one query against given rows (for contrastive scoring over a candidate union)."""

@@ -112,8 +112,10 @@ class Retriever:
         return self._fuse([lexical, semantic], k)
 
     def _bm25_contrastive_rows(self, h_plus: str, h_minus: str, lam: float, depth: int) -> list[tuple[int, float]]:
-        rows, _ = self.bm25.search_many([h_plus, h_minus], depth)
-        union = np.unique(np.concatenate([rows[0], rows[1]]))
+        rows, scores = self.bm25.search_many([h_plus, h_minus], depth)
+        union = np.unique(rows[(rows >= 0) & (scores > 0)])  # candidates: either hypothesis's real matches
+        if union.size == 0:
+            return []
         plus = _minmax(self.bm25.score_rows(h_plus, union))
         minus = _minmax(self.bm25.score_rows(h_minus, union))
         combined = plus - lam * minus

@@ -215,3 +215,12 @@ def test_shards_from_another_embedder_are_discarded(tmp_path):
     first = embed_in_shards(iter(texts), HashingEmbedder(8), tmp_path / "s", 3, progress=False)
     second = embed_in_shards(iter(texts), HashingEmbedder(16), tmp_path / "s", 3, progress=False)
     assert first.shape == (3, 8) and second.shape == (3, 16)
+
+
+def test_stopword_only_queries_return_nothing_from_bm25(tiny_retriever):
+    assert tiny_retriever.search("the of and", 3, mode="bm25") == []
+    assert tiny_retriever.search("", 3, mode="bm25") == []
+    batched = tiny_retriever.search_many(["the of", "insulin beta cells"], 3, mode="bm25")
+    assert batched[0] == [] and "p1" in [h.id for h in batched[1]]
+    assert tiny_retriever.search("the of and", 3, mode="hybrid")  # dense still answers
+    assert [h.id for h in tiny_retriever.search_contrastive("the", "of", 1.0, 3, mode="bm25")] == []
