@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hyporag.errors import HyporagError, IndexMismatchError
+from hyporag.manifests import read_json_object
 
 FORMAT = "hyporag-artifact"
 FORMAT_VERSION = 1
@@ -91,14 +92,7 @@ def save_artifact(directory: str | Path, program, retriever, lms: dict[str, str]
 def read_artifact_manifest(directory: str | Path) -> dict[str, Any]:
     directory = Path(directory)
     path = directory / "manifest.json"
-    if not path.is_file():
-        raise ArtifactError(f"{path}: artifact manifest missing (not a `hyporag compile` output?)")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ArtifactError(f"{path}: manifest is not valid JSON ({exc})") from None
-    if not isinstance(manifest, dict):
-        raise ArtifactError(f"{path}: manifest must be a JSON object")
+    manifest = read_json_object(path, ArtifactError, "artifact manifest missing (not a `hyporag compile` output?)")
     for key, kind in REQUIRED.items():
         if not isinstance(manifest.get(key), kind):
             raise ArtifactError(f"{path}: field {key!r} is missing or not a {kind.__name__}")

@@ -20,6 +20,7 @@ import numpy as np
 
 from hyporag.atomic import write_json_atomic
 from hyporag.errors import IndexMismatchError
+from hyporag.manifests import read_json_object
 from hyporag.paths import cache_dir
 from hyporag.retrieval.bm25 import TOKENIZER, BM25Index
 from hyporag.retrieval.corpus import Corpus
@@ -64,14 +65,10 @@ def _record_files(directory: Path, parts: list[str]) -> dict[str, dict]:
 
 def read_manifest(directory: Path) -> dict[str, Any]:
     path = directory / MANIFEST
-    if not path.is_file():
-        raise IndexMismatchError(f"{path}: no index manifest; build it with `hyporag index build`")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise IndexMismatchError(f"{path}: manifest is not valid JSON ({exc}); rebuild the index") from None
-    if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
-        found = manifest.get("format_version") if isinstance(manifest, dict) else None
+    manifest = read_json_object(path, IndexMismatchError, "no index manifest; build it with `hyporag index build`",
+                                "; rebuild the index")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        found = manifest.get("format_version")
         raise IndexMismatchError(f"{path}: index format {found!r}, this hyporag reads {FORMAT_VERSION}; rebuild it")
     return manifest
 
