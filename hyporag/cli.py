@@ -125,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--optimizer", choices=("bootstrap", "bootstrap-rs", "mipro", "gepa"), default="bootstrap")
     comp.add_argument("--auto", choices=("light", "medium", "heavy"), default="light")
     comp.add_argument("--max-demos", type=int, default=2)
+    comp.add_argument("--max-metric-calls", type=int, help="GEPA: stop after this many program runs instead of an "
+                      "--auto preset (each run is a full program call)")
     tune = sub.choices["tune"]
     tune.add_argument("--study", required=True)
     tune.add_argument("--trials", type=int, default=20)

@@ -74,20 +74,24 @@ def cmd_compile(args: argparse.Namespace) -> int:
     print(f"compile {program.method} with {args.optimizer} on {split['train_size']} train / {split['val_size']} val "
           f"questions, metric {args.metric}", file=sys.stderr)
     result = compile_program(program, train, val, args.optimizer, metric, roles, auto=args.auto,
-                             max_demos=args.max_demos, seed=args.seed, threads=args.threads)
+                             max_demos=args.max_demos, seed=args.seed, threads=args.threads,
+                             max_metric_calls=args.max_metric_calls)
     out = Path(args.out or Path("artifacts") / f"{program.method}-{args.optimizer}")
     save_artifact(out, result.program, program.retriever, roles.specs(), {
         "optimizer": result.settings, "metric": args.metric, "splits": split,
         "validation": {"before": result.before, "after": result.after},
-        "cost": {"seconds": round(result.seconds, 1), "lm_calls": result.calls}})
-    print(f"validation {args.metric}: {result.before:.3f} -> {result.after:.3f} "
-          f"({result.seconds:.0f} s, {result.calls} LM calls); frozen to {out}")
+        "cost": {"seconds": round(result.seconds, 1), "lm_calls": result.calls, "by_phase": result.cost_by_phase}})
+    optimizer_cost = result.cost_by_phase.get("optimizer", {})
+    print(f"validation {args.metric}: {result.before:.3f} -> {result.after:.3f}; optimizer "
+          f"{optimizer_cost.get('seconds', 0):.0f} s, {result.calls} LM calls; total {result.seconds:.0f} s; "
+          f"frozen to {out}")
     return 0
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from hyporag.optimizers.artifact import save_artifact
     from hyporag.optimizers.tune import open_study, recover_stale_trials, run_study, study_report, suggest
+    from hyporag.programs.cost import CostMeter
 
     roles = roles_from_args(args)
     study = open_study(args.study, args.storage, args.seed, Path("runs") / "studies")
@@ -107,10 +111,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if recovered:
         print(f"re-queued {recovered} trial(s) left running by a killed worker", file=sys.stderr)
     study.set_user_attr("method", args.method)
-    run_study(study, lambda kwargs: _variant(probe, roles, kwargs), val, metric, probe.method, modes,
-              args.budget, args.trials)
+    meter = CostMeter()
+    with meter.step("tune"):
+        run_study(study, lambda kwargs: _variant(probe, roles, kwargs), val, metric, probe.method, modes,
+                  args.budget, args.trials)
+    cost = meter.roles["tune"]
     best = study.best_trial
-    print(f"best trial {best.number}: {args.metric} {best.value:.3f} with {best.params}")
+    print(f"best trial {best.number}: {args.metric} {best.value:.3f} with {best.params}; this run "
+          f"{cost['seconds']:.0f} s, {int(cost['calls'])} LM calls (cache hits not counted)")
     if args.out:
         import optuna
 
@@ -119,7 +127,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         save_artifact(args.out, program, program.retriever, roles.specs(), {
             "optimizer": {"name": "optuna-tpe", "study": args.study, "trials": len(study.trials), "seed": args.seed,
                           "best_params": best.params},
-            "metric": args.metric, "splits": split, "validation": {"after": best.value}})
+            "metric": args.metric, "splits": split, "validation": {"after": best.value},
+            "cost": {"seconds": round(cost["seconds"], 1), "lm_calls": int(cost["calls"])}})
         print(f"frozen best trial to {args.out}")
     return 0
 

@@ -27,6 +27,7 @@ class CompileResult:
     seconds: float
     calls: int
     settings: dict[str, Any] = field(default_factory=dict)
+    cost_by_phase: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def score(program, examples: list, metric, threads: int = 1) -> float:
@@ -39,7 +40,10 @@ def score(program, examples: list, metric, threads: int = 1) -> float:
 
 
 def make_teleprompter(name: str, metric, auto: str = "light", max_demos: int = 4, seed: int = 0, threads: int = 1,
-                      reflection_lm=None, candidates: int = 4):
+                      reflection_lm=None, candidates: int = 4, max_metric_calls: int | None = None):
+    """A DSPy teleprompter. `max_metric_calls` bounds GEPA by program runs instead of an `auto` preset (each run is
+    a full program call: on a CPU-only model that is the number that decides whether the compile takes minutes or
+    a day)."""
     if name == "bootstrap":
         return dspy.BootstrapFewShot(metric=metric, max_bootstrapped_demos=max_demos, max_labeled_demos=max_demos)
     if name == "bootstrap-rs":
@@ -52,29 +56,40 @@ def make_teleprompter(name: str, metric, auto: str = "light", max_demos: int = 4
     if name == "gepa":
         if reflection_lm is None:
             raise ValueError("GEPA needs a reflection LM (--reflection-lm, default: the hypothesis LM)")
-        return dspy.GEPA(metric=gepa_feedback(metric), auto=auto, reflection_lm=reflection_lm, num_threads=threads,
-                         seed=seed)
+        budget = {"max_metric_calls": max_metric_calls} if max_metric_calls else {"auto": auto}
+        return dspy.GEPA(metric=gepa_feedback(metric), reflection_lm=reflection_lm, num_threads=threads, seed=seed,
+                         **budget)
     raise ValueError(f"unknown optimizer {name!r}: use one of {', '.join(OPTIMIZERS)}")
 
 
 def compile_program(program, trainset: list, valset: list, optimizer: str, metric, roles=None, auto: str = "light",
-                    max_demos: int = 4, seed: int = 0, threads: int = 1) -> CompileResult:
-    """Score on valset, optimize on trainset (MIPRO/GEPA also select on valset), score again."""
+                    max_demos: int = 4, seed: int = 0, threads: int = 1,
+                    max_metric_calls: int | None = None) -> CompileResult:
+    """Score on valset, optimize on trainset (MIPRO/GEPA also select on valset), score again.
+
+    Cost is metered per phase (validation scoring vs the optimizer itself), so a user sees what the optimizer
+    alone cost and what the before/after measurement added."""
     context = roles.answer.context() if roles is not None else dspy.context()
     reflection = roles.hypothesis.lm if roles is not None else dspy.settings.lm
     meter = CostMeter()
     started = time.perf_counter()
     with context:
-        before = score(program, valset, metric, threads)
-        teleprompter = make_teleprompter(optimizer, metric, auto, max_demos, seed, threads, reflection)
+        with meter.step("validation"):
+            before = score(program, valset, metric, threads)
+        teleprompter = make_teleprompter(optimizer, metric, auto, max_demos, seed, threads, reflection,
+                                         max_metric_calls=max_metric_calls)
         with meter.step("optimizer"):
             if optimizer in ("mipro", "gepa", "bootstrap-rs"):
                 compiled = teleprompter.compile(program, trainset=trainset, valset=valset)
             else:
                 compiled = teleprompter.compile(program, trainset=trainset)
-        after = score(compiled, valset, metric, threads)
+        with meter.step("validation"):
+            after = score(compiled, valset, metric, threads)
     compiled.method = program.method
-    settings = {"name": optimizer, "auto": auto if optimizer in ("mipro", "gepa") else None,
-                "max_demos": max_demos, "seed": seed}
-    return CompileResult(compiled, before, after, time.perf_counter() - started, int(meter.totals()["calls"]),
-                         settings)
+    budgeted = optimizer == "gepa" and bool(max_metric_calls)
+    settings = {"name": optimizer, "auto": auto if optimizer in ("mipro", "gepa") and not budgeted else None,
+                "max_metric_calls": max_metric_calls if budgeted else None, "max_demos": max_demos, "seed": seed}
+    phases = {role: {k: round(v, 1) if k == "seconds" else int(v) for k, v in cost.items()}
+              for role, cost in meter.roles.items()}
+    return CompileResult(compiled, before, after, time.perf_counter() - started,
+                         int(meter.roles.get("optimizer", {}).get("calls", 0)), settings, phases)

@@ -156,3 +156,21 @@ def test_interrupted_save_leaves_no_partial_artifact(tiny_retriever, tiny_questi
     with pytest.raises(KeyboardInterrupt):
         save_artifact(tmp_path / "new", result.program, tiny_retriever, {"answer": "dummy"}, {})
     assert not (tmp_path / "new").exists()
+
+
+def test_compile_meters_validation_and_optimizer_separately(tiny_retriever, tiny_questions, tmp_path):
+    result, _ = compiled_chr(tiny_retriever, tiny_questions, tmp_path)
+    validation = tiny_questions[2:]
+    # CHR makes two calls per question (hypotheses, answer); validation scores the program before and after.
+    assert result.cost_by_phase["validation"]["calls"] == 2 * 2 * len(validation)
+    assert result.calls == result.cost_by_phase["optimizer"]["calls"] > 0
+    assert result.settings["max_metric_calls"] is None
+
+
+def test_gepa_budget_is_program_runs_not_a_preset():
+    from hyporag.optimizers.compile import make_teleprompter
+
+    bounded = make_teleprompter("gepa", accuracy, reflection_lm=DummyLM([{}]), max_metric_calls=12)
+    assert bounded.max_metric_calls == 12 and bounded.auto is None
+    preset = make_teleprompter("gepa", accuracy, auto="light", reflection_lm=DummyLM([{}]))
+    assert preset.auto == "light" and preset.max_metric_calls is None
