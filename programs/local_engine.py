@@ -91,7 +91,9 @@ class LocalEngine:
     @property
     def server(self):
         if self._server is None:
-            self._server = _server_for(self.model_path, self.n_ctx, self.threads)
+            # HYPORAG_LLAMA_THREADS lets two jobs share a 2-core machine (one thread each) without touching cache keys
+            threads = int(os.environ.get("HYPORAG_LLAMA_THREADS") or self.threads)
+            self._server = _server_for(self.model_path, self.n_ctx, threads)
         return self._server
 
     def to_openai_body(self, request) -> dict[str, Any]:

@@ -29,3 +29,14 @@ def test_request_becomes_an_openai_body_with_a_capped_schema(tmp_path):
     assert body["messages"] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
     assert body["max_tokens"] == 20 and body["stop"] == ["END"] and body["temperature"] == 0.0
     assert body["json_schema"]["properties"]["x"]["maxLength"] == 50 and "response_format" not in body
+
+
+def test_thread_count_can_be_set_per_job_without_changing_engine_state(tmp_path, monkeypatch):
+    import hyporag.programs.local_engine as local_engine
+
+    started = []
+    monkeypatch.setattr(local_engine, "_server_for", lambda path, n_ctx, threads: started.append(threads) or object())
+    monkeypatch.setenv("HYPORAG_LLAMA_THREADS", "1")
+    engine = LocalEngine(tmp_path / "unused.gguf", threads=2)
+    assert engine.server is not None and started == [1]
+    assert engine.dump_state()["threads"] == 2  # state (and so DSPy's cache keys) unchanged
