@@ -36,6 +36,11 @@ class Retriever:
         self.fingerprint = fingerprint
         self._check(self.mode)
 
+    def __deepcopy__(self, memo: dict) -> Retriever:
+        """Shared, not copied: DSPy deep-copies a program for every teleprompter candidate, and an open index
+        (memory-mapped BM25, FAISS, SQLite) is read-only state that must not be duplicated per candidate."""
+        return self
+
     def _check(self, mode: str) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown retrieval mode {mode!r}: use one of {', '.join(MODES)}")

@@ -224,3 +224,16 @@ def test_stopword_only_queries_return_nothing_from_bm25(tiny_retriever):
     assert batched[0] == [] and "p1" in [h.id for h in batched[1]]
     assert tiny_retriever.search("the of and", 3, mode="hybrid")  # dense still answers
     assert [h.id for h in tiny_retriever.search_contrastive("the", "of", 1.0, 3, mode="bm25")] == []
+
+
+def test_programs_copied_by_teleprompters_share_one_open_index(tiny_retriever, caplog):
+    from dspy.utils import DummyLM
+
+    from hyporag.programs import make_program
+    from hyporag.programs.lm import LMRoles
+
+    program = make_program("chr", retriever=tiny_retriever, roles=LMRoles.from_lms(DummyLM([{}])), budget=2)
+    with caplog.at_level("WARNING"):
+        copy = program.deepcopy()
+    assert copy.retriever is tiny_retriever
+    assert "Failed to deep copy" not in caplog.text

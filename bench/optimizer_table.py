@@ -1,0 +1,78 @@
+"""The before/after-optimization table: each variant's held-out accuracy, its paired difference from the
+uncompiled program on the same questions, its validation score and what the optimization cost.
+
+Reads what `runs/opt/pipeline.sh` (or the same commands by hand) wrote: `<runs>/<method>-<variant>/` results of
+`hyporag eval` and `<artifacts>/<method>-<variant>/manifest.json` of `hyporag compile|tune`.
+    .venv/bin/python bench/optimizer_table.py --methods chr,hcqr
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from hyporag.eval.metrics import wilson_interval
+from hyporag.eval.paired import paired_comparison
+
+VARIANTS = ("before", "optuna", "bootstrap", "gepa")
+
+
+def correct_by_question(results_dir: Path) -> dict[str, bool]:
+    """question id -> correct, the last row per question winning (a retried row supersedes a failed one)."""
+    rows: dict[str, dict] = {}
+    for line in (results_dir / "results.jsonl").read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            rows[row["question_id"]] = row
+    return {q: bool(r["correct"]) for q, r in rows.items()}
+
+
+def variant_row(method: str, variant: str, runs: Path, artifacts: Path, before: dict[str, bool]) -> str | None:
+    results = runs / f"{method}-{variant}"
+    if not (results / "summary.json").exists():
+        return None
+    correct = correct_by_question(results)
+    summary = json.loads((results / "summary.json").read_text())["methods"][0]
+    low, high = wilson_interval(sum(correct.values()), len(correct))
+    cells = [method, variant, f"{len(correct)}", f"{sum(correct.values()) / len(correct):.2f} ({low:.2f}–{high:.2f})"]
+    if variant == "before":
+        cells += ["–", "–", "–", "–", "–"]
+    else:
+        paired = paired_comparison(correct, before)
+        manifest = json.loads((artifacts / f"{method}-{variant}" / "manifest.json").read_text())
+        validation = manifest.get("validation", {})
+        cost = manifest.get("cost", {})
+        phase = cost.get("by_phase", {}).get("optimizer")  # compile meters the optimizer apart from validation
+        seconds, calls = ((phase["seconds"], phase["calls"]) if phase
+                          else (cost.get("seconds", 0), cost.get("lm_calls", 0)))
+        val = (f"{validation['before']:.2f} → {validation['after']:.2f}" if "before" in validation
+               else f"best trial {validation.get('after', 0):.2f}")
+        settings = manifest.get("optimizer", {})
+        what = settings.get("best_params") or {k: v for k, v in settings.items()
+                                                if k in ("max_demos", "max_metric_calls", "auto") and v}
+        cells += [f"{paired['difference']:+.2f} (p={paired['p_value']:.2f})", val,
+                  f"{seconds / 60:.1f} min", f"{int(calls)}", f"`{json.dumps(what, ensure_ascii=False)}`"]
+    cells.append(f"{summary['input_tokens_per_q']:.0f}" if summary["calls_per_q"] else "cached")
+    return "| " + " | ".join(cells) + " |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--methods", default="chr,hcqr")
+    parser.add_argument("--runs", type=Path, default=Path("runs/opt"))
+    parser.add_argument("--artifacts", type=Path, default=Path("artifacts"))
+    args = parser.parse_args()
+    print("| method | variant | n held-out | accuracy (95% CI) | Δ vs before (McNemar) | validation | "
+          "optimizer time | optimizer LM calls | settings found | in tok/q |")
+    print("|---|---|---:|---|---|---|---:|---:|---|---:|")
+    for method in args.methods.split(","):
+        before = correct_by_question(args.runs / f"{method}-before")
+        for variant in VARIANTS:
+            row = variant_row(method, variant, args.runs, args.artifacts, before)
+            if row:
+                print(row)
+
+
+if __name__ == "__main__":
+    main()
