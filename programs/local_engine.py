@@ -88,6 +88,11 @@ class LocalEngine:
         self.threads = threads or max(1, os.cpu_count() or 1)
         self._server = None
 
+    def __deepcopy__(self, memo: dict) -> LocalEngine:
+        """Shared, not copied: DSPy deep-copies programs (and their LMs) per teleprompter candidate, and the engine
+        is a handle to one loaded model."""
+        return self
+
     @property
     def server(self):
         if self._server is None:

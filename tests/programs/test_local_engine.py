@@ -40,3 +40,11 @@ def test_thread_count_can_be_set_per_job_without_changing_engine_state(tmp_path,
     engine = LocalEngine(tmp_path / "unused.gguf", threads=2)
     assert engine.server is not None and started == [1]
     assert engine.dump_state()["threads"] == 2  # state (and so DSPy's cache keys) unchanged
+
+
+def test_copies_share_the_loaded_model(tmp_path):
+    import copy
+
+    engine = LocalEngine(tmp_path / "unused.gguf")
+    engine._server = object()  # stands in for a loaded model, which cannot be copied
+    assert copy.deepcopy({"engine": engine})["engine"] is engine
