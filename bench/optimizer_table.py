@@ -15,7 +15,7 @@ from pathlib import Path
 from hyporag.eval.metrics import wilson_interval
 from hyporag.eval.paired import paired_comparison
 
-VARIANTS = ("before", "optuna", "bootstrap", "gepa")
+VARIANTS = ("before", "optuna", "optuna-modes", "bootstrap", "gepa")
 
 
 def correct_by_question(results_dir: Path) -> dict[str, bool]:
