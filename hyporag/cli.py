@@ -127,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--max-demos", type=int, default=2)
     comp.add_argument("--max-metric-calls", type=int, help="GEPA: stop after this many program runs instead of an "
                       "--auto preset (each run is a full program call)")
+    comp.add_argument("--reflection-lm", help="LM that writes new instructions (GEPA's reflection, MIPROv2's prompt "
+                      "model); default the hypothesis LM. A 1.5B model mostly restates the old instruction")
     tune = sub.choices["tune"]
     tune.add_argument("--study", required=True)
     tune.add_argument("--trials", type=int, default=20)

@@ -73,9 +73,19 @@ def cmd_compile(args: argparse.Namespace) -> int:
     metric = _metric(args, roles)
     print(f"compile {program.method} with {args.optimizer} on {split['train_size']} train / {split['val_size']} val "
           f"questions, metric {args.metric}", file=sys.stderr)
+    reflection_spec = args.reflection_lm or roles.hypothesis.spec
+    reflection = None
+    if args.reflection_lm:
+        from hyporag.programs.lm import build_lm
+
+        reflection = build_lm(args.reflection_lm, api_base=args.api_base, api_key=args.api_key,
+                              max_tokens=max(args.max_tokens, 1024), cache=not args.no_cache, timeout=args.timeout,
+                              num_retries=args.retries)
     result = compile_program(program, train, val, args.optimizer, metric, roles, auto=args.auto,
                              max_demos=args.max_demos, seed=args.seed, threads=args.threads,
-                             max_metric_calls=args.max_metric_calls)
+                             max_metric_calls=args.max_metric_calls, reflection_lm=reflection)
+    if args.optimizer in ("gepa", "mipro"):
+        result.settings["reflection_lm"] = reflection_spec
     out = Path(args.out or Path("artifacts") / f"{program.method}-{args.optimizer}")
     save_artifact(out, result.program, program.retriever, roles.specs(), {
         "optimizer": result.settings, "metric": args.metric, "splits": split,

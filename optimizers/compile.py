@@ -51,7 +51,7 @@ def make_teleprompter(name: str, metric, auto: str = "light", max_demos: int = 4
                                                      max_labeled_demos=max_demos, num_candidate_programs=candidates,
                                                      num_threads=threads)
     if name == "mipro":
-        return dspy.MIPROv2(metric=metric, auto=auto, num_threads=threads, seed=seed,
+        return dspy.MIPROv2(metric=metric, prompt_model=reflection_lm, auto=auto, num_threads=threads, seed=seed,
                             max_bootstrapped_demos=max_demos, max_labeled_demos=max_demos)
     if name == "gepa":
         if reflection_lm is None:
@@ -64,13 +64,13 @@ def make_teleprompter(name: str, metric, auto: str = "light", max_demos: int = 4
 
 def compile_program(program, trainset: list, valset: list, optimizer: str, metric, roles=None, auto: str = "light",
                     max_demos: int = 4, seed: int = 0, threads: int = 1,
-                    max_metric_calls: int | None = None) -> CompileResult:
+                    max_metric_calls: int | None = None, reflection_lm=None) -> CompileResult:
     """Score on valset, optimize on trainset (MIPRO/GEPA also select on valset), score again.
 
     Cost is metered per phase (validation scoring vs the optimizer itself), so a user sees what the optimizer
     alone cost and what the before/after measurement added."""
     context = roles.answer.context() if roles is not None else dspy.context()
-    reflection = roles.hypothesis.lm if roles is not None else dspy.settings.lm
+    reflection = reflection_lm or (roles.hypothesis.lm if roles is not None else dspy.settings.lm)
     meter = CostMeter()
     started = time.perf_counter()
     with context:

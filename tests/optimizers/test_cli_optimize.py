@@ -44,3 +44,15 @@ def test_compile_freeze_eval_and_tune(server, tmp_path, tiny_corpus_dir, tiny_qu
 def test_compile_refuses_a_test_split(server, tmp_path, tiny_corpus_dir, capsys):
     code = main(["compile", "--method", "chr", "--dataset", "medqa", *common(server, tmp_path, tiny_corpus_dir)])
     assert code == 2 and "test split" in capsys.readouterr().err
+
+
+def test_gepa_compile_is_bounded_and_records_its_reflection_lm(server, tmp_path, tiny_corpus_dir, tiny_questions):
+    artifact = tmp_path / "chr-gepa"
+    assert main(["compile", "--method", "chr", "--dataset", str(tmp_path / "q.jsonl"), "--val-fraction", "0.34",
+                 "--optimizer", "gepa", "--max-metric-calls", "6", "--reflection-lm", "openai/reflector",
+                 "--out", str(artifact), *common(server, tmp_path, tiny_corpus_dir)]) == 0
+    manifest = json.loads((artifact / "manifest.json").read_text())
+    assert manifest["optimizer"]["reflection_lm"] == "openai/reflector"
+    assert manifest["optimizer"]["max_metric_calls"] == 6 and manifest["optimizer"]["auto"] is None
+    phases = manifest["cost"]["by_phase"]
+    assert phases["optimizer"]["calls"] > 0 and phases["validation"]["calls"] > 0
