@@ -49,11 +49,13 @@ def variant_row(method: str, variant: str, runs: Path, artifacts: Path, before: 
         val = (f"{validation['before']:.2f} → {validation['after']:.2f}" if "before" in validation
                else f"best trial {validation.get('after', 0):.2f}")
         settings = manifest.get("optimizer", {})
-        what = settings.get("best_params") or {k: v for k, v in settings.items()
-                                                if k in ("max_demos", "max_metric_calls", "auto") and v}
+        shown = {"bootstrap": ("max_demos",), "gepa": ("max_metric_calls", "auto", "reflection_lm"),
+                 "mipro": ("auto", "max_demos", "reflection_lm")}.get(settings.get("name", ""), ())
+        what = settings.get("best_params") or {k: settings[k] for k in shown if settings.get(k)}
+        what = {k: round(v, 2) if isinstance(v, float) else v for k, v in what.items()}
         cells += [f"{paired['difference']:+.2f} (p={paired['p_value']:.2f})", val,
                   f"{seconds / 60:.1f} min", f"{int(calls)}", f"`{json.dumps(what, ensure_ascii=False)}`"]
-    cells.append(f"{summary['input_tokens_per_q']:.0f}" if summary["calls_per_q"] else "cached")
+    cells.append(f"{summary['calls_per_q']:.2f} / {summary['input_tokens_per_q']:.0f}")
     return "| " + " | ".join(cells) + " |"
 
 
@@ -64,7 +66,7 @@ def main() -> None:
     parser.add_argument("--artifacts", type=Path, default=Path("artifacts"))
     args = parser.parse_args()
     print("| method | variant | n held-out | accuracy (95% CI) | Δ vs before (McNemar) | validation | "
-          "optimizer time | optimizer LM calls | settings found | in tok/q |")
+          "optimizer time | optimizer LM calls | settings found | held-out calls / in tok per q, uncached |")
     print("|---|---|---:|---|---|---|---:|---:|---|---:|")
     for method in args.methods.split(","):
         before = correct_by_question(args.runs / f"{method}-before")
