@@ -100,7 +100,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from hyporag.optimizers.artifact import save_artifact
-    from hyporag.optimizers.tune import open_study, recover_stale_trials, run_study, study_report, suggest
+    from hyporag.optimizers.tune import (
+        baseline_params,
+        best_trial,
+        open_study,
+        recover_stale_trials,
+        run_study,
+        study_report,
+        suggest,
+    )
     from hyporag.programs.cost import CostMeter
 
     roles = roles_from_args(args)
@@ -121,12 +129,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if recovered:
         print(f"re-queued {recovered} trial(s) left running by a killed worker", file=sys.stderr)
     study.set_user_attr("method", args.method)
+    if not study.trials:
+        study.enqueue_trial(baseline_params(probe.settings(), probe.retriever.mode, modes))
     meter = CostMeter()
     with meter.step("tune"):
         run_study(study, lambda kwargs: _variant(probe, roles, kwargs), val, metric, probe.method, modes,
                   args.budget, args.trials)
     cost = meter.roles["tune"]
-    best = study.best_trial
+    best = best_trial(study)
     print(f"best trial {best.number}: {args.metric} {best.value:.3f} with {best.params}; this run "
           f"{cost['seconds']:.0f} s, {int(cost['calls'])} LM calls (cache hits not counted)")
     if args.out:

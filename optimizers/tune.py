@@ -80,6 +80,33 @@ def suggest(trial, method: str, modes: list[str], budget: int) -> dict[str, Any]
     return kwargs
 
 
+def baseline_params(settings: dict[str, Any], default_mode: str, modes: list[str]) -> dict[str, Any]:
+    """The program's own settings as Optuna parameters: enqueued as trial 0 so the study always measures the
+    untuned program, and a tie (common on a small validation set) keeps it instead of an arbitrary sampled trial."""
+    mode = settings.get("mode") or default_mode
+    params: dict[str, Any] = {"mode": mode if mode in modes else modes[0]}
+    if "schedule" in settings:
+        schedule = settings["schedule"]
+        params["schedule"] = schedule["kind"]
+        if schedule["kind"] == "fixed":
+            params["lam"] = schedule["lam"]
+        else:
+            params.update({k: schedule[k] for k in ("lam_min", "lam_max", "tau", "steepness")})
+    elif "per_query_k" in settings:
+        params.update(per_query_k=settings["per_query_k"], merge_policy=settings["merge_policy"])
+    return params
+
+
+def best_trial(study):
+    """The highest-scoring finished trial, the earliest winning ties (trial 0 is the untuned program)."""
+    from optuna.trial import TrialState
+
+    complete = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
+    if not complete:
+        raise HyporagError(f"study {study.study_name!r} has no finished trial yet")
+    return max(complete, key=lambda t: (t.value, -t.number))
+
+
 def run_study(study, make: Callable[[dict], Callable], valset: list, metric, method: str, modes: list[str],
               budget: int, trials: int, report_every: int = 5) -> None:
     """Run trials until the study holds `trials` finished ones; each reports running accuracy for pruning."""

@@ -43,3 +43,15 @@ def test_study_runs_resumes_and_reports(tiny_retriever, tiny_questions, tmp_path
     rows = study_report(reopened, tmp_path)
     assert rows and rows[0]["value"] == pytest.approx(1 / 3)  # the dummy answers B to all three
     assert (tmp_path / "chr-test-history.png").is_file()
+
+
+def test_baseline_params_describe_the_untuned_program():
+    from hyporag.optimizers.tune import baseline_params
+
+    hcqr = {"method": "hcqr", "mode": None, "per_query_k": 3, "merge_policy": "round_robin"}
+    assert baseline_params(hcqr, "bm25", ["bm25", "dense"]) == {"mode": "bm25", "per_query_k": 3,
+                                                                 "merge_policy": "round_robin"}
+    chr_linear = {"mode": "dense", "schedule": {"kind": "linear", "lam": 1.0, "lam_min": 0.1, "lam_max": 0.9,
+                                                 "tau": 0.7, "steepness": 10.0}}
+    assert baseline_params(chr_linear, "bm25", ["bm25"]) == {"mode": "bm25", "schedule": "linear", "lam_min": 0.1,
+                                                             "lam_max": 0.9, "tau": 0.7, "steepness": 10.0}
