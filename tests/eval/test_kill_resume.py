@@ -29,7 +29,10 @@ def test_interrupt_then_rerun_completes_without_recomputing(server, tmp_path, si
                "--out", str(out), "--lm", "openai/test-model", "--api-base",
                f"http://127.0.0.1:{server.server_port}/v1", "--api-key", "k", "--no-cache"]
     env = {**os.environ, "HYPORAG_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # A shell starting this suite in the background leaves SIGINT ignored, and children inherit that: give the
+    # run back the default, as it has at a terminal.
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     rows_file = out / "results.jsonl"
     deadline = time.time() + 60
     while time.time() < deadline and (not rows_file.exists() or len(rows_file.read_text().splitlines()) < 3):
