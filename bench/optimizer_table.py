@@ -34,7 +34,6 @@ def variant_row(method: str, variant: str, runs: Path, artifacts: Path, before: 
     if not (results / "summary.json").exists():
         return None
     correct = correct_by_question(results)
-    summary = json.loads((results / "summary.json").read_text())["methods"][0]
     low, high = wilson_interval(sum(correct.values()), len(correct))
     cells = [method, variant, f"{len(correct)}", f"{sum(correct.values()) / len(correct):.2f} ({low:.2f}–{high:.2f})"]
     if variant == "before":
@@ -59,7 +58,6 @@ def variant_row(method: str, variant: str, runs: Path, artifacts: Path, before: 
         what = {k: round(v, 2) if isinstance(v, float) else v for k, v in what.items()}
         cells += [f"{paired['difference']:+.2f} (p={paired['p_value']:.2f})", val,
                   f"{seconds / 60:.1f} min", f"{int(calls)}", f"`{json.dumps(what, ensure_ascii=False)}`"]
-    cells.append(f"{summary['calls_per_q']:.2f} / {summary['input_tokens_per_q']:.0f}")
     return "| " + " | ".join(cells) + " |"
 
 
@@ -72,8 +70,8 @@ def main() -> None:
                         "an earlier uncached run: report their optimizer cost (a re-run served from cache costs ~0)")
     args = parser.parse_args()
     print("| method | variant | n held-out | accuracy (95% CI) | Δ vs before (McNemar) | validation | "
-          "optimizer time | optimizer LM calls | settings found | held-out calls / in tok per q, uncached |")
-    print("|---|---|---:|---|---|---|---:|---:|---|---:|")
+          "optimizer time | optimizer LM calls | settings found |")
+    print("|---|---|---:|---|---|---|---:|---:|---|")
     for method in args.methods.split(","):
         before = correct_by_question(args.runs / f"{method}-before")
         for variant in VARIANTS:
