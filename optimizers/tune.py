@@ -8,6 +8,7 @@ queued again, so a re-run of the same command finishes the study.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from collections.abc import Callable
@@ -144,20 +145,26 @@ def study_report(study, out_dir: Path, top: int = 5) -> list[dict]:
     best = sorted(complete, key=lambda t: -(t.value or 0.0))[:top]
     rows = [{"trial": t.number, "value": t.value, "params": t.params} for t in best]
     out_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        import matplotlib
+    with contextlib.suppress(Exception):  # plots are a convenience; the table is the report
+        _save_plots(study, out_dir, with_importance=len(complete) >= 2)
+    return rows
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from optuna.visualization.matplotlib import plot_optimization_history, plot_param_importances
 
+def _save_plots(study, out_dir: Path, with_importance: bool) -> None:
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from optuna.visualization.matplotlib import plot_optimization_history, plot_param_importances
+
+    with warnings.catch_warnings():  # Optuna's experimental-API and small-sample notices say nothing to act on
+        warnings.simplefilter("ignore")
         plot_optimization_history(study)
         plt.gcf().savefig(out_dir / f"{study.study_name}-history.png", dpi=110, bbox_inches="tight")
         plt.close("all")
-        if len(complete) >= 2:
+        if with_importance:
             plot_param_importances(study)
             plt.gcf().savefig(out_dir / f"{study.study_name}-importance.png", dpi=110, bbox_inches="tight")
             plt.close("all")
-    except Exception:  # plots are a convenience; the table is the report
-        pass
-    return rows
