@@ -1,7 +1,7 @@
 """The before/after-optimization table: each variant's held-out accuracy, its paired difference from the
 uncompiled program on the same questions, its validation score and what the optimization cost.
 
-Reads what `runs/opt/pipeline.sh` (or the same commands by hand) wrote: `<runs>/<method>-<variant>/` results of
+Reads what `bench/optimizer_pipeline.sh` (or the same commands by hand) wrote: `<runs>/<method>-<variant>/` results of
 `hyporag eval` and `<artifacts>/<method>-<variant>/manifest.json` of `hyporag compile|tune`.
     .venv/bin/python bench/optimizer_table.py --methods chr,hcqr
 """
@@ -14,18 +14,15 @@ from pathlib import Path
 
 from hyporag.eval.metrics import wilson_interval
 from hyporag.eval.paired import paired_comparison
+from hyporag.eval.results_store import latest_rows
 
 VARIANTS = ("before", "optuna", "optuna-modes", "bootstrap", "gepa")
 
 
 def correct_by_question(results_dir: Path) -> dict[str, bool]:
-    """question id -> correct, the last row per question winning (a retried row supersedes a failed one)."""
-    rows: dict[str, dict] = {}
-    for line in (results_dir / "results.jsonl").read_text().splitlines():
-        if line.strip():
-            row = json.loads(line)
-            rows[row["question_id"]] = row
-    return {q: bool(r["correct"]) for q, r in rows.items()}
+    """question id -> correct, from the rows `hyporag eval` kept (one method per results directory here)."""
+    lines = (results_dir / "results.jsonl").read_text().splitlines()
+    return {r["question_id"]: bool(r["correct"]) for r in latest_rows(json.loads(x) for x in lines if x.strip())}
 
 
 def variant_row(method: str, variant: str, runs: Path, artifacts: Path, before: dict[str, bool],

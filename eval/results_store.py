@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,14 @@ from hyporag.processes import pid_alive
 ROWS = "results.jsonl"
 SETTINGS = "run.json"
 LOCK = ".lock"
+
+
+def latest_rows(rows: Iterable[dict]) -> list[dict]:
+    """The last row written for each (question, method): a retried row supersedes its failed attempt."""
+    last: dict[tuple[str, str], dict] = {}
+    for row in rows:
+        last[(row["question_id"], row["method"])] = row
+    return list(last.values())
 
 
 class ResultsStore:
@@ -110,11 +119,7 @@ class ResultsStore:
         return {(r["question_id"], r["method"]) for r in self.latest() if not r.get("error")}
 
     def latest(self) -> list[dict]:
-        """The last row written for each (question, method): a retried row supersedes its failed attempt."""
-        last: dict[tuple[str, str], dict] = {}
-        for row in self.rows:
-            last[(row["question_id"], row["method"])] = row
-        return list(last.values())
+        return latest_rows(self.rows)
 
     def append(self, row: dict) -> None:
         line = json.dumps(row, ensure_ascii=False) + "\n"

@@ -14,9 +14,13 @@ def roles_from_args(args: argparse.Namespace):
     from hyporag.programs.lm import LMRoles, configure_cache
 
     configure_cache(enabled=not args.no_cache)
-    return LMRoles.from_specs(args.lm, args.hypothesis_lm, args.answer_lm, args.judge_lm, api_base=args.api_base,
-                              api_key=args.api_key, max_tokens=args.max_tokens, cache=not args.no_cache,
-                              timeout=args.timeout, num_retries=args.retries)
+    return LMRoles.from_specs(args.lm, args.hypothesis_lm, args.answer_lm, args.judge_lm, **lm_build_kwargs(args))
+
+
+def lm_build_kwargs(args: argparse.Namespace) -> dict:
+    """The `build_lm` settings every LM built from the command line shares (endpoint, key, limits, cache)."""
+    return {"api_base": args.api_base, "api_key": args.api_key, "max_tokens": args.max_tokens,
+            "cache": not args.no_cache, "timeout": args.timeout, "num_retries": args.retries}
 
 
 def retriever_from_args(args: argparse.Namespace, needed: bool):

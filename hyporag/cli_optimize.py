@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hyporag.cli_common import (
     frozen_from_args,
+    lm_build_kwargs,
     program_from_args,
     retriever_from_args,
     roles_from_args,
@@ -78,9 +79,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.reflection_lm:
         from hyporag.programs.lm import build_lm
 
-        reflection = build_lm(args.reflection_lm, api_base=args.api_base, api_key=args.api_key,
-                              max_tokens=max(args.max_tokens, 1024), cache=not args.no_cache, timeout=args.timeout,
-                              num_retries=args.retries)
+        # a new instruction is free text, longer than any field the task LMs write
+        reflection = build_lm(args.reflection_lm, **{**lm_build_kwargs(args), "max_tokens": max(args.max_tokens, 1024)})
     result = compile_program(program, train, val, args.optimizer, metric, roles, auto=args.auto,
                              max_demos=args.max_demos, seed=args.seed, threads=args.threads,
                              max_metric_calls=args.max_metric_calls, reflection_lm=reflection)
