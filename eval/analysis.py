@@ -61,7 +61,8 @@ def utility_conditioned_accuracy(rows: list[dict], reference: str = "cot") -> di
 
 
 def disagreement_overlap(rows: list[dict], top: int = 5) -> list[dict]:
-    """Mean Jaccard overlap of two methods' top-`top` passage ids where exactly one of them is right."""
+    """Mean Jaccard overlap of two methods' top-`top` passage ids where exactly one of them is right, and the share
+    of those questions where the two lists share no passage (the CHR paper's redirection-vs-reranking figure)."""
     grouped = _by_method(rows)
     retrieving = [m for m, qs in grouped.items() if any(r.get("passage_ids") for r in qs.values())]
     out = []
@@ -73,7 +74,8 @@ def disagreement_overlap(rows: list[dict], top: int = 5) -> list[dict]:
                 sa, sb = set(ra["passage_ids"][:top]), set(rb["passage_ids"][:top])
                 overlaps.append(len(sa & sb) / len(sa | sb) if sa | sb else 1.0)
         if overlaps:
-            out.append({"a": a, "b": b, "disagreements": len(overlaps), "mean_jaccard": sum(overlaps) / len(overlaps)})
+            out.append({"a": a, "b": b, "disagreements": len(overlaps), "mean_jaccard": sum(overlaps) / len(overlaps),
+                        "no_shared": sum(o == 0.0 for o in overlaps) / len(overlaps)})
     return out
 
 
@@ -87,4 +89,25 @@ def evidence_rates(rows: list[dict]) -> dict[str, dict]:
                 "distractor_in_context": sum(bool(r.get("distractor_in_context")) for r in with_context)
                 / len(with_context),
             }
+    return out
+
+
+COST_FIELDS = ("calls", "input_tokens", "output_tokens", "seconds")
+
+
+def cost_by_role(rows: list[dict]) -> dict[str, dict[str, dict]]:
+    """Per method and role (hypothesis, answer, ... and the DUR judge): calls, tokens and seconds per question.
+
+    Averages are over all of the method's questions, so the roles of one method add up to its per-question cost."""
+    out: dict[str, dict[str, dict]] = {}
+    for method, qs in _by_method(rows).items():
+        totals: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(COST_FIELDS, 0.0))
+        for r in qs.values():
+            for role, cost in (r.get("cost_by_role") or {}).items():
+                for field in COST_FIELDS:
+                    totals[role][field] += cost.get(field, 0) or 0
+            if r.get("judge_label") or r.get("judge_calls"):
+                for field in COST_FIELDS:
+                    totals["judge"][field] += r.get(f"judge_{field}", 0) or 0
+        out[method] = {role: {f: v / len(qs) for f, v in t.items()} for role, t in totals.items()}
     return out

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 
 from hyporag.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
+from hyporag.errors import HyporagError
 from hyporag.eval import analysis
 from hyporag.eval.metrics import format_table, summarize
+from hyporag.eval.results_store import ROWS, SETTINGS, latest_rows, read_rows
 
 
 def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> dict:
@@ -32,6 +35,7 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
         "utility_conditioned_accuracy": analysis.utility_conditioned_accuracy(rows, "cot"),
         "top5_overlap_on_disagreements": analysis.disagreement_overlap(rows, 5),
         "evidence": evidence,
+        "cost_by_role": analysis.cost_by_role(rows),
     }
 
 
@@ -40,7 +44,10 @@ def _fmt(value, pattern: str = "{:.3f}") -> str:
 
 
 def markdown(report: dict) -> str:
-    lines = [format_table(report["methods"]), "",
+    coverage = report.get("coverage")
+    lines = [f"**Partial run**: {coverage['questions_complete']} of {coverage['questions_planned']} questions have "
+             "every method finished; these tables cover only those.", ""] if coverage else []
+    lines += [format_table(report["methods"]), "",
              "| method | DUR | Δ vs rag | p (McNemar) | gold in ctx | distractor in ctx |",
              "|---|---:|---:|---:|---:|---:|"]
     for s in report["methods"]:
@@ -54,9 +61,17 @@ def markdown(report: dict) -> str:
                 lines.append(f"| {method} | {label} | {v['n']} | {v['accuracy']:.3f} | "
                              f"{_fmt(v.get('delta_vs_cot'), '{:+.3f}')} |")
     if report["top5_overlap_on_disagreements"]:
-        lines += ["", "| method a | method b | disagreements | mean top-5 Jaccard |", "|---|---|---:|---:|"]
+        lines += ["", "| method a | method b | disagreements | mean top-5 Jaccard | no shared passage |",
+                  "|---|---|---:|---:|---:|"]
         for o in report["top5_overlap_on_disagreements"]:
-            lines.append(f"| {o['a']} | {o['b']} | {o['disagreements']} | {o['mean_jaccard']:.3f} |")
+            lines.append(f"| {o['a']} | {o['b']} | {o['disagreements']} | {o['mean_jaccard']:.3f} | "
+                         f"{_fmt(o.get('no_shared'))} |")
+    if report.get("cost_by_role"):
+        lines += ["", "| method | role | calls/q | in tok/q | out tok/q | s/q |", "|---|---|---:|---:|---:|---:|"]
+        for method, roles in report["cost_by_role"].items():
+            for role, c in roles.items():
+                lines.append(f"| {method} | {role} | {c['calls']:.2f} | {c['input_tokens']:.0f} | "
+                             f"{c['output_tokens']:.0f} | {_fmt(c['seconds'] or None, '{:.1f}')} |")
     return "\n".join(lines) + "\n"
 
 
@@ -119,10 +134,42 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def write_report(rows: list[dict], settings: dict, method_order: list[str], out_dir: Path) -> dict:
+def write_report(rows: list[dict], settings: dict, method_order: list[str], out_dir: Path,
+                 coverage: dict | None = None) -> dict:
     report = build_report(rows, settings, method_order)
+    if coverage:
+        report["coverage"] = coverage
     write_json_atomic(out_dir / "summary.json", report)
     write_text_atomic(out_dir / "summary.md", markdown(report))
     write_text_atomic(out_dir / "summary.csv", to_csv(report["methods"]))
     report["plots"] = [str(p) for p in plots(report, out_dir)]
     return report
+
+
+def report_from_dir(out_dir: str | Path) -> dict:
+    """Redraw a results directory's report from its rows, without an LM, even while its run is still appending.
+
+    A partial run is reported on the questions every method has finished, so methods are compared on the same
+    questions; the report says how many of the planned questions that is."""
+    out_dir = Path(out_dir)
+    settings_path, rows_path = out_dir / SETTINGS, out_dir / ROWS
+    for path in (settings_path, rows_path):
+        if not path.is_file():
+            raise HyporagError(f"{path}: not found; is {out_dir} a results directory of `hyporag eval`?")
+    try:
+        settings = json.loads(settings_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise HyporagError(f"{settings_path}: not valid JSON (line {exc.lineno})") from None
+    methods = list(settings.get("methods") or [])
+    rows = [r for r in latest_rows(read_rows(rows_path)[0]) if not methods or r["method"] in methods]
+    methods = methods or list(dict.fromkeys(r["method"] for r in rows))
+    finished: dict[str, set[str]] = {}
+    for r in rows:
+        finished.setdefault(r["question_id"], set()).add(r["method"])
+    complete = {q for q, done in finished.items() if done >= set(methods)}
+    planned = int(settings.get("n") or len(finished))
+    coverage = None
+    if len(complete) < planned:
+        coverage = {"questions_complete": len(complete), "questions_planned": planned, "rows": len(rows)}
+        rows = [r for r in rows if r["question_id"] in complete]
+    return write_report(rows, settings, methods, out_dir, coverage)

@@ -30,6 +30,22 @@ def latest_rows(rows: Iterable[dict]) -> list[dict]:
     return list(last.values())
 
 
+def read_rows(path: Path) -> tuple[list[dict], int, bool]:
+    """The complete rows of a results.jsonl, the bytes they span, and whether a torn line follows them.
+
+    Read-only, so a report can be drawn while a run is still appending."""
+    rows, good_bytes, torn = [], 0, False
+    with path.open("rb") as handle:
+        for raw in handle:
+            try:
+                rows.append(json.loads(raw))
+                good_bytes += len(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                torn = True
+                break
+    return rows, good_bytes, torn
+
+
 class ResultsStore:
     """Open with `with ResultsStore(dir, settings) as store:`; refuses a second live writer and changed settings."""
 
@@ -97,15 +113,7 @@ class ResultsStore:
         path = self.directory / ROWS
         if not path.is_file():
             return []
-        rows, good_bytes, torn = [], 0, False
-        with path.open("rb") as handle:
-            for raw in handle:
-                try:
-                    rows.append(json.loads(raw))
-                    good_bytes += len(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    torn = True
-                    break
+        rows, good_bytes, torn = read_rows(path)
         if torn or (good_bytes and not path.read_bytes().endswith(b"\n")):
             with path.open("r+b") as handle:  # drop the torn tail a kill -9 left behind
                 handle.truncate(good_bytes if torn else path.stat().st_size)

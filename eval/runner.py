@@ -69,12 +69,14 @@ def run_one(program: Callable, example: dspy.Example, method: str, judge: Callab
         return result_row(example, method, None, time.perf_counter() - started, error=detail)
     row = result_row(example, method, prediction, time.perf_counter() - started)
     if judge is not None and prediction.passages:
+        judge_started = time.perf_counter()
         try:
             verdict = judge(question=example.question, options=example.options, answer=example.answer,
                             passages=prediction.passages)
             row.update(judge_label=verdict.label, judge_reason=verdict.reason, judge_calls=verdict.cost["calls"],
                        judge_input_tokens=verdict.cost["input_tokens"],
-                       judge_output_tokens=verdict.cost["output_tokens"])
+                       judge_output_tokens=verdict.cost["output_tokens"],
+                       judge_seconds=round(time.perf_counter() - judge_started, 3))
         except Exception as exc:  # the answer stands; only the label is missing
             row["judge_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
     return row

@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-from hyporag.cli_commands import cmd_ask, cmd_data_list, cmd_demo, cmd_eval, cmd_index_build
+from hyporag.cli_commands import cmd_ask, cmd_data_list, cmd_demo, cmd_eval, cmd_index_build, cmd_report
 from hyporag.cli_optimize import cmd_compile, cmd_tune
 from hyporag.errors import HyporagError
 
@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="exit 1 when METHOD's accuracy is below ACC (repeatable): a CI gate")
     ev.add_argument("--junit", metavar="PATH", help="write a JUnit XML file, one test case per method")
 
+    report = sub.add_parser("report", help="redraw a results directory's tables and plots (no LM; works mid-run)")
+    report.add_argument("run_dir", help="the --out directory of `hyporag eval`")
+
     for name, helptext in (("compile", "tune a program's prompts with a DSPy teleprompter and freeze it"),
                            ("tune", "tune λ / schedule / k / merge / retriever with a resumable Optuna study")):
         opt = sub.add_parser(name, help=helptext)
@@ -144,7 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = {"list": cmd_data_list, "build": cmd_index_build, "ask": cmd_ask, "eval": cmd_eval, "demo": cmd_demo,
+COMMANDS = {"list": cmd_data_list, "build": cmd_index_build, "ask": cmd_ask, "eval": cmd_eval, "report": cmd_report,
+            "demo": cmd_demo,
             "compile": cmd_compile, "tune": cmd_tune}
 
 

@@ -1,4 +1,4 @@
-"""`hyporag data list`, `index build`, `ask`, `eval` and `demo`."""
+"""`hyporag data list`, `index build`, `ask`, `eval`, `report` and `demo`."""
 
 from __future__ import annotations
 
@@ -133,6 +133,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for failure in failures:
         print(f"hyporag: below bar: {failure}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from hyporag.eval.report import markdown, report_from_dir
+
+    result = report_from_dir(args.run_dir)
+    print(markdown(result))
+    print(f"written: {args.run_dir}/summary.json, summary.md, summary.csv"
+          + "".join(f", {Path(p).name}" for p in result.get("plots", [])))
+    return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

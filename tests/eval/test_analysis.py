@@ -76,3 +76,25 @@ def test_judge_labels_each_context_once(tiny_retriever, tiny_questions, tmp_path
     assert len(judge_lm.history) == 3
     assert report["dur"]["rag"]["Useful"] == 3 and report["methods"][0]["dur"] == 1.0
     assert (tmp_path / "run" / "dur.png").is_file()
+    judge_cost = report["cost_by_role"]["rag"]["judge"]
+    assert judge_cost["calls"] == 1.0 and judge_cost["seconds"] > 0
+
+
+def test_overlap_reports_share_with_no_shared_passage():
+    rows = [row("1", "a", True, ids=["p1"]), row("1", "b", False, ids=["p2"]),
+            row("2", "a", False, ids=["p3"]), row("2", "b", True, ids=["p3"])]
+    (overlap,) = analysis.disagreement_overlap(rows)
+    assert overlap["disagreements"] == 2 and overlap["no_shared"] == 0.5
+
+
+def test_cost_by_role_includes_the_judge_and_adds_up_per_question():
+    rows = [{**row("1", "chr", True, "Useful", ["x"]), "judge_calls": 1, "judge_input_tokens": 900,
+             "judge_output_tokens": 40, "judge_seconds": 3.0,
+             "cost_by_role": {"hypothesis": {"calls": 1, "input_tokens": 400, "output_tokens": 60, "seconds": 5.0},
+                              "answer": {"calls": 1, "input_tokens": 800, "output_tokens": 10, "seconds": 2.0}}},
+            {**row("2", "chr", False, "NotUseful", ["y"]),  # served from the cache: no calls, no judge cost
+             "cost_by_role": {"answer": {"calls": 0, "input_tokens": 0, "output_tokens": 0, "seconds": 0.1}}}]
+    costs = analysis.cost_by_role(rows)["chr"]
+    assert costs["hypothesis"] == {"calls": 0.5, "input_tokens": 200, "output_tokens": 30, "seconds": 2.5}
+    assert costs["answer"]["calls"] == 0.5 and costs["judge"]["input_tokens"] == 450
+    assert costs["judge"]["seconds"] == 1.5

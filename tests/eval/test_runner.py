@@ -79,3 +79,25 @@ def test_changed_settings_are_refused(tmp_path):
     with pytest.raises(HyporagError, match="different budget"), ResultsStore(tmp_path / "run", {**SETTINGS,
                                                                                                "budget": 9}):
         pass
+
+
+def test_report_of_a_partial_run_covers_only_questions_every_method_finished(tiny_questions, tmp_path, capsys):
+    from hyporag.cli import main
+
+    lm = DummyLM([{"answer": a} for a in ["B", "A", "A", "B", "B"]])
+    progs = {m: make_program("cot", roles=LMRoles.from_lms(lm)) for m in ("cot", "rag")}
+    settings = {**SETTINGS, "n": 3, "methods": ["cot", "rag"]}
+    run_evaluation(progs, tiny_questions, tmp_path / "run", settings, progress=False)
+    path = tmp_path / "run" / "results.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    rows = [json.loads(line) for line in lines]
+    dropped = next(i for i, r in enumerate(rows) if r["method"] == "rag")  # as if the run stopped before it
+    path.write_text("".join(line for i, line in enumerate(lines) if i != dropped) + '{"torn')
+    assert main(["report", str(tmp_path / "run")]) == 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["coverage"] == {"questions_complete": 2, "questions_planned": 3, "rows": 5}
+    assert [s["n"] for s in summary["methods"]] == [2, 2]
+    assert "Partial run" in (tmp_path / "run" / "summary.md").read_text()
+    assert path.read_text().endswith('{"torn')  # read-only: a live run's file is never truncated by a report
+    assert main(["report", str(tmp_path / "nowhere")]) == 2
+    assert "not found" in capsys.readouterr().err
