@@ -10,10 +10,16 @@ from pathlib import Path
 
 import dspy
 import pytest
+from hypothesis import settings
 
 from hyporag.paths import data_root
 
 SHARED = data_root()
+
+# Property tests check behaviour, not speed: on a shared 2-core CI machine one example can take 0.3 s under load
+# (it failed Hypothesis's 200 ms default once while an evaluation held both cores), so no per-example deadline.
+settings.register_profile("shared-ci", deadline=None)
+settings.load_profile("shared-ci")
 
 
 @pytest.fixture(autouse=True)

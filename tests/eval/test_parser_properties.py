@@ -43,7 +43,7 @@ def test_arbitrary_records_parse_or_raise_value_error(record):
     assert example.answer in example.options and example.question.strip()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(options=option_dicts, reply=st.text(max_size=5))
 def test_any_answer_reply_is_a_letter_among_options_or_a_parse_failure(options, reply):
     program = make_program("cot", roles=LMRoles.from_lms(DummyLM([{"answer": reply}] * 2)))
