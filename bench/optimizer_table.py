@@ -14,15 +14,15 @@ from pathlib import Path
 
 from hyporag.eval.metrics import wilson_interval
 from hyporag.eval.paired import paired_comparison
-from hyporag.eval.results_store import latest_rows
+from hyporag.eval.results_store import ROWS, latest_rows, read_rows
 
 VARIANTS = ("before", "optuna", "optuna-modes", "bootstrap", "gepa")
 
 
 def correct_by_question(results_dir: Path) -> dict[str, bool]:
     """question id -> correct, from the rows `hyporag eval` kept (one method per results directory here)."""
-    lines = (results_dir / "results.jsonl").read_text().splitlines()
-    return {r["question_id"]: bool(r["correct"]) for r in latest_rows(json.loads(x) for x in lines if x.strip())}
+    rows, _, _ = read_rows(results_dir / ROWS)
+    return {r["question_id"]: bool(r["correct"]) for r in latest_rows(rows)}
 
 
 def variant_row(method: str, variant: str, runs: Path, artifacts: Path, before: dict[str, bool],

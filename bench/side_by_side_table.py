@@ -12,22 +12,19 @@ import json
 import sys
 from pathlib import Path
 
-
-def _cell(value: float | None, pattern: str) -> str:
-    return "–" if value is None else pattern.format(value)
+from hyporag.eval.report import cell
 
 
 def method_line(s: dict, dur: dict | None, roles: dict) -> str:
     judge = roles.get("judge", {})
-    program_in = s["input_tokens_per_q"]
     labels = "–" if not dur else f"{dur['Entailed']}/{dur['Useful']}/{dur['NotUseful']}"
     versus = ("–" if s.get("vs_rag_difference") is None
               else f"{s['vs_rag_difference']:+.2f} (p={s['vs_rag_p_value']:.2f})")
     return (f"| {s['method']} | {s['n']} | **{s['accuracy']:.2f}** ({s['ci95_low']:.2f}–{s['ci95_high']:.2f}) | "
-            f"{versus} | {_cell(s.get('dur'), '{:.2f}')} | {labels} | {s['parse_failures']} | {s['errors']} | "
-            f"{s['calls_per_q']:.2f} | {program_in:.0f} / {s['output_tokens_per_q']:.0f} | "
-            f"{_cell(judge.get('input_tokens'), '{:.0f}')} / {_cell(judge.get('output_tokens'), '{:.0f}')} | "
-            f"{_cell(s.get('gold_in_context'), '{:.2f}')} |")
+            f"{versus} | {cell(s.get('dur'), '{:.2f}')} | {labels} | {s['parse_failures']} | {s['errors']} | "
+            f"{s['calls_per_q']:.2f} | {s['input_tokens_per_q']:.0f} / {s['output_tokens_per_q']:.0f} | "
+            f"{cell(judge.get('input_tokens'), '{:.0f}')} / {cell(judge.get('output_tokens'), '{:.0f}')} | "
+            f"{cell(s.get('gold_in_context'), '{:.2f}')} |")
 
 
 def table(summary: dict) -> str:

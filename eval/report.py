@@ -39,7 +39,8 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
     }
 
 
-def _fmt(value, pattern: str = "{:.3f}") -> str:
+def cell(value: float | None, pattern: str = "{:.3f}") -> str:
+    """A table cell: the value formatted, or a dash where there is none (no judge, no baseline, ...)."""
     return "–" if value is None else pattern.format(value)
 
 
@@ -51,27 +52,27 @@ def markdown(report: dict) -> str:
              "| method | DUR | Δ vs rag | p (McNemar) | gold in ctx | distractor in ctx |",
              "|---|---:|---:|---:|---:|---:|"]
     for s in report["methods"]:
-        lines.append(f"| {s['method']} | {_fmt(s['dur'])} | {_fmt(s['vs_rag_difference'], '{:+.3f}')} | "
-                     f"{_fmt(s['vs_rag_p_value'])} | {_fmt(s['gold_in_context'])} | "
-                     f"{_fmt(s['distractor_in_context'])} |")
+        lines.append(f"| {s['method']} | {cell(s['dur'])} | {cell(s['vs_rag_difference'], '{:+.3f}')} | "
+                     f"{cell(s['vs_rag_p_value'])} | {cell(s['gold_in_context'])} | "
+                     f"{cell(s['distractor_in_context'])} |")
     if report["utility_conditioned_accuracy"]:
         lines += ["", "| method | label | n | accuracy | Δ vs cot |", "|---|---|---:|---:|---:|"]
         for method, labels in report["utility_conditioned_accuracy"].items():
             for label, v in labels.items():
                 lines.append(f"| {method} | {label} | {v['n']} | {v['accuracy']:.3f} | "
-                             f"{_fmt(v.get('delta_vs_cot'), '{:+.3f}')} |")
+                             f"{cell(v.get('delta_vs_cot'), '{:+.3f}')} |")
     if report["top5_overlap_on_disagreements"]:
         lines += ["", "| method a | method b | disagreements | mean top-5 Jaccard | no shared passage |",
                   "|---|---|---:|---:|---:|"]
         for o in report["top5_overlap_on_disagreements"]:
             lines.append(f"| {o['a']} | {o['b']} | {o['disagreements']} | {o['mean_jaccard']:.3f} | "
-                         f"{_fmt(o.get('no_shared'))} |")
+                         f"{cell(o.get('no_shared'))} |")
     if report.get("cost_by_role"):
         lines += ["", "| method | role | calls/q | in tok/q | out tok/q | s/q |", "|---|---|---:|---:|---:|---:|"]
         for method, roles in report["cost_by_role"].items():
             for role, c in roles.items():
                 lines.append(f"| {method} | {role} | {c['calls']:.2f} | {c['input_tokens']:.0f} | "
-                             f"{c['output_tokens']:.0f} | {_fmt(c['seconds'] or None, '{:.1f}')} |")
+                             f"{c['output_tokens']:.0f} | {cell(c['seconds'] or None, '{:.1f}')} |")
     return "\n".join(lines) + "\n"
 
 
