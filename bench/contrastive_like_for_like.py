@@ -19,7 +19,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     args = parser.parse_args()
     corpus = load_corpus("medcorp-local")
-    retriever = open_index(default_index_dir(corpus.name), corpus=corpus, faiss_kind="flat")
+    retriever = open_index(default_index_dir(corpus), corpus=corpus, faiss_kind="flat")
     examples = load_benchmark("medqa-dev").examples[: args.queries]
     pairs = [(f"{e.question} {e.options[e.answer]}",
               f"{e.question} {next(t for x, t in e.options.items() if x != e.answer)}") for e in examples]

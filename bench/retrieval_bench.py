@@ -65,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
 
     corpus = load_corpus(args.corpus)
-    directory = default_index_dir(corpus.name)
+    directory = default_index_dir(corpus)
     flat = open_index(directory, corpus=corpus, faiss_kind="flat")
     hnsw = open_index(directory, corpus=corpus, faiss_kind="hnsw", embedder=flat.dense.embedder)
     manifest = flat.manifest

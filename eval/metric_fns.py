@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 import dspy
 
+from hyporag.errors import ConfigError
+
 METRICS = ("accuracy", "dur", "combined")
 
 
@@ -20,11 +22,11 @@ def accuracy(example: dspy.Example, prediction: dspy.Prediction, trace=None) -> 
 def make_metric(name: str, judge: Callable | None = None) -> Callable:
     """The metric by name; `dur` and `combined` need a ContextJudge (one call per question, cached)."""
     if name not in METRICS:
-        raise ValueError(f"unknown metric {name!r}: use one of {', '.join(METRICS)}")
+        raise ConfigError(f"unknown metric {name!r}: use one of {', '.join(METRICS)}")
     if name == "accuracy":
         return accuracy
     if judge is None:
-        raise ValueError(f"metric {name!r} needs a judge LM")
+        raise ConfigError(f"metric {name!r} needs a judge LM")
 
     def utility(example: dspy.Example, prediction: dspy.Prediction) -> tuple[float, str, str]:
         passages = getattr(prediction, "passages", None) or []

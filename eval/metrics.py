@@ -35,6 +35,8 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
             "ci95_high": high,
             "parse_failures": sum(1 for r in items if r.get("parse_failure")),
             "errors": sum(1 for r in items if r.get("error")),
+            "query_fallbacks": sum(1 for r in items if r.get("query_parse_failures")),
+            "contrast_fallbacks": sum(1 for r in items if r.get("contrast_fallback")),
             "calls_per_q": sum(r.get("calls", 0) for r in items) / n if n else 0.0,
             "input_tokens_per_q": sum(r.get("input_tokens", 0) for r in items) / n if n else 0.0,
             "output_tokens_per_q": sum(r.get("output_tokens", 0) for r in items) / n if n else 0.0,
@@ -45,12 +47,14 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
 
 def format_table(summary: list[dict]) -> str:
     """A Markdown table of the summary (what `hyporag eval` prints and writes to summary.md)."""
-    head = "| method | n | accuracy | 95% CI | parse fail | errors | calls/q | in tok/q | out tok/q | s/q |"
-    lines = [head, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+    head = ("| method | n | accuracy | 95% CI | parse fail | errors | fallbacks (query / contrast) | calls/q | "
+            "in tok/q | out tok/q | s/q |")
+    lines = [head, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for s in summary:
         lines.append(
             f"| {s['method']} | {s['n']} | {s['accuracy']:.3f} | {s['ci95_low']:.3f}–{s['ci95_high']:.3f} | "
-            f"{s['parse_failures']} | {s['errors']} | {s['calls_per_q']:.2f} | {s['input_tokens_per_q']:.0f} | "
+            f"{s['parse_failures']} | {s['errors']} | {s.get('query_fallbacks', 0)} / "
+            f"{s.get('contrast_fallbacks', 0)} | {s['calls_per_q']:.2f} | {s['input_tokens_per_q']:.0f} | "
             f"{s['output_tokens_per_q']:.0f} | {s['seconds_per_q']:.1f} |"
         )
     return "\n".join(lines)

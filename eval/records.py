@@ -46,10 +46,14 @@ def normalize_options(raw: Any) -> dict[str, str]:
     if not isinstance(raw, dict):
         raise ValueError("field 'options' must be an object {letter: text} or a list")
     options: dict[str, str] = {}
+    seen: dict[str, object] = {}
     for key, text in raw.items():
         letter = str(key).strip().upper()
         if len(letter) != 1 or letter not in LETTERS:
             raise ValueError(f"option key {key!r} is not a single letter")
+        if letter in seen:  # 'A' and 'a' name one option: keeping either would silently drop the other
+            raise ValueError(f"option letter {letter} appears twice ({seen[letter]!r} and {key!r})")
+        seen[letter] = key
         if text is None or not str(text).strip():
             continue  # MMLU-style blank trailing options are absent options, not errors
         options[letter] = str(text).strip()
@@ -78,23 +82,39 @@ def record_to_example(record: Any, default_id: str) -> dspy.Example:
     return make_example(question.strip(), options, answer, qid, **extra)
 
 
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json.loads keeps the last of two equal keys; a row with `"A"` twice would lose an option unseen."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
 def _rows_from_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
             try:
-                yield number, json.loads(raw.decode("utf-8"))
+                yield number, json.loads(raw.decode("utf-8"), object_pairs_hook=_refuse_duplicate_keys)
             except UnicodeDecodeError as exc:
                 yield number, ValueError(f"not UTF-8 ({exc.reason})")
             except json.JSONDecodeError as exc:
                 yield number, ValueError(f"not JSON ({exc.msg})")
+            except ValueError as exc:  # a duplicate key
+                yield number, exc
 
 
 def _rows_from_csv(path: Path) -> Iterator[tuple[int, Any]]:
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         columns = [c.strip() for c in reader.fieldnames or []]
+        folded = [c.upper() if len(c) == 1 else c for c in columns]
+        twice = sorted({c for c in folded if folded.count(c) > 1})
+        if twice:
+            raise DataError(f"{path}:1: CSV column(s) {', '.join(twice)} appear twice (letters are case-folded)")
         missing = [c for c in ("question", "A", "B", "answer") if c not in columns]
         if missing:
             raise DataError(f"{path}:1: CSV is missing column(s) {', '.join(missing)} (need question, A.., answer)")

@@ -13,13 +13,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hyporag.atomic import write_json_atomic
+from hyporag.atomic import write_json_atomic, write_text_atomic
 from hyporag.errors import HyporagError
-from hyporag.processes import pid_alive
 
 ROWS = "results.jsonl"
 SETTINGS = "run.json"
 LOCK = ".lock"
+OWNER = ".lock.owner"
 
 
 def latest_rows(rows: Iterable[dict]) -> list[dict]:
@@ -73,27 +73,22 @@ class ResultsStore:
         self._release()
 
     def _acquire(self) -> None:
-        lock = self.directory / LOCK
-        for _ in range(2):
-            try:
-                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                try:
-                    pid = int(lock.read_text().strip() or 0)
-                except (OSError, ValueError):
-                    pid = 0
-                if pid and pid != os.getpid() and pid_alive(pid):
-                    raise HyporagError(f"{self.directory}: another evaluation (pid {pid}) is writing here; "
-                                       "wait for it or use another --out") from None
-                lock.unlink(missing_ok=True)  # stale lock from a killed run
-                continue
-            with os.fdopen(fd, "w") as handle:
-                handle.write(str(os.getpid()))
-            return
-        raise HyporagError(f"{lock}: could not take the results lock")
+        """An OS file lock (flock): the kernel releases it when its process dies, so there is no stale lock to
+        take over, and two runs starting at once cannot both win."""
+        from filelock import FileLock, Timeout
+
+        self._file_lock = FileLock(self.directory / LOCK, timeout=0, preserve_lock_file=True)
+        try:
+            self._file_lock.acquire()
+        except Timeout:
+            owner = (self.directory / OWNER).read_text().strip() if (self.directory / OWNER).is_file() else "?"
+            raise HyporagError(f"{self.directory}: another evaluation (pid {owner}) is writing here; "
+                               "wait for it or use another --out") from None
+        write_text_atomic(self.directory / OWNER, str(os.getpid()))
 
     def _release(self) -> None:
-        (self.directory / LOCK).unlink(missing_ok=True)
+        (self.directory / OWNER).unlink(missing_ok=True)
+        self._file_lock.release()
 
     def _check_settings(self) -> None:
         path = self.directory / SETTINGS

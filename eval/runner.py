@@ -9,15 +9,15 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 import dspy
 from dspy.utils.exceptions import LMAuthError, LMTransportError
 
-from hyporag.errors import BackendError
+from hyporag.errors import BackendError, RunFailedError
 from hyporag.eval.evidence import option_evidence
+from hyporag.eval.parallel import run_parallel
 from hyporag.eval.report import write_report
 from hyporag.eval.results_store import ResultsStore
 
@@ -38,6 +38,7 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "correct": answer == example.answer,
         "parse_failure": bool(getattr(prediction, "parse_failure", False)),
         "query_parse_failures": int(getattr(prediction, "query_parse_failures", None) or 0),
+        "contrast_fallback": getattr(prediction, "contrast_fallback", None),
         "error": error,
         "passage_ids": [p["id"] for p in passages],
         "queries": getattr(prediction, "queries", None) or [],
@@ -94,16 +95,25 @@ def run_evaluation(programs: dict[str, Callable], examples: Sequence[dspy.Exampl
         todo = [(m, e) for e in examples for m in programs if (e.id, m) not in done]
         total = len(examples) * len(programs)
         bar = tqdm(total=total, initial=total - len(todo), desc="eval", unit="answer", disable=not progress)
-        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-            futures = [pool.submit(run_one, programs[m], e, m, judge) for m, e in todo]
-            try:
-                for future in as_completed(futures):
-                    store.append(future.result())
-                    bar.update(1)
-            except BaseException:  # backend down or Ctrl-C: keep what finished, start nothing new
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+        for _, row in run_parallel(lambda task: run_one(programs[task[0]], task[1], task[0], judge), todo, threads):
+            store.append(row)
+            bar.update(1)
         bar.close()
         wanted = {(e.id, m) for e in examples for m in programs}
         rows = [r for r in store.latest() if (r["question_id"], r["method"]) in wanted]
-        return write_report(rows, settings, list(programs), out_dir)
+        report = write_report(rows, settings, list(programs), out_dir)
+    refuse_all_errored(rows, out_dir)
+    return report
+
+
+def refuse_all_errored(rows: list[dict], out_dir: Path) -> None:
+    """Raise when some method has rows and every one of them errored, naming the first error."""
+    by_method: dict[str, list[dict]] = {}
+    for row in rows:
+        by_method.setdefault(row["method"], []).append(row)
+    failed = {m: items for m, items in by_method.items() if items and all(r.get("error") for r in items)}
+    if failed:
+        method, items = next(iter(failed.items()))
+        raise RunFailedError(f"every question of {', '.join(failed)} errored (first, {method} on "
+                             f"{items[0]['question_id']}: {items[0]['error']}); rows kept in {out_dir}; "
+                             "fix the cause and re-run the same command (errored rows are retried)")

@@ -36,8 +36,9 @@ def _add_lm_args(parser: argparse.ArgumentParser) -> None:
 
 def _add_program_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("retrieval and program")
-    group.add_argument("--corpus", default="medcorp-local")
-    group.add_argument("--index-dir", help="index directory (default: the cache's indexes/<corpus>)")
+    group.add_argument("--corpus", help="corpus name or JSONL path/dir (default: a --program's own corpus, else "
+                       "medcorp-local)")
+    group.add_argument("--index-dir", help="index directory (default: the cache's indexes/<corpus>-<source hash>)")
     group.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), help="default: whatever the index holds")
     group.add_argument("--faiss", default="flat", choices=("flat", "hnsw", "ivf"))
     group.add_argument("--budget", type=int, default=15, help="final context size B in passages (paper: 15)")
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--embedder", default="all-MiniLM-L6-v2")
     build.add_argument("--faiss", default="flat", choices=("flat", "hnsw", "ivf"))
     build.add_argument("--max-seq-length", type=int, help="truncate passages for the embedder (MiniLM default 256)")
+    build.add_argument("--force", action="store_true", help="replace an index of another corpus in --index-dir")
 
     ask = sub.add_parser("ask", help="answer one question")
     _add_data_args(ask)

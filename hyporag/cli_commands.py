@@ -19,12 +19,17 @@ from hyporag.errors import HyporagError
 
 
 def _parse_options(raw: list[str]) -> dict[str, str]:
-    options = {}
+    options: dict[str, str] = {}
+    given: dict[str, str] = {}
     for item in raw:
         letter, sep, text = item.partition("=")
         if not sep or len(letter.strip()) != 1 or not letter.strip().isalpha() or not text.strip():
             raise HyporagError(f"--option {item!r}: expected LETTER=TEXT, e.g. --option A=Liver")
-        options[letter.strip().upper()] = text.strip()
+        key = letter.strip().upper()
+        if key in options:  # never keep one and drop the other: the dropped one may be the right answer
+            raise HyporagError(f"--option {item!r}: letter {key} was already given ({given[key]!r}); "
+                               "each option needs its own letter")
+        options[key], given[key] = text.strip(), item
     if len(options) < 2:
         raise HyporagError("--option: give at least two options")
     return dict(sorted(options.items()))
@@ -59,7 +64,8 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     corpus = load_corpus(args.corpus, args.data_dir)
     started = time.perf_counter()
     directory = build_index(corpus, Path(args.index_dir) if args.index_dir else None, retriever=args.retriever,
-                            embedder_name=args.embedder, faiss_kind=args.faiss, max_seq_length=args.max_seq_length)
+                            embedder_name=args.embedder, faiss_kind=args.faiss, max_seq_length=args.max_seq_length,
+                            force=args.force)
     print(f"index ready at {directory} ({time.perf_counter() - started:.1f} s)")
     return 0
 
@@ -67,6 +73,8 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     from hyporag.programs.registry import METHODS
 
+    if not args.question.strip():
+        raise HyporagError("--question: the question is empty")
     options = _parse_options(args.option)
     if args.method not in METHODS:
         raise HyporagError(f"unknown method {args.method!r}: use one of {', '.join(METHODS)}")
@@ -116,8 +124,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         retriever = retriever_from_args(args, any(m != "cot" for m in methods))
         programs = {m: program_from_args(m, args, retriever, roles) for m in methods}
     out = Path(args.out or Path("runs") / Path(args.dataset).stem)
+    # what the programs really run with (a --program brings its own budget and answer step, not the flags')
     settings = {"dataset": args.dataset, "dataset_source": report.source, "n": len(examples), "seed": args.seed,
-                "methods": methods, "lms": roles.specs(), "budget": args.budget, "reasoning": args.reasoning,
+                "methods": methods, "lms": roles.specs(), "budget": _shared(programs, "budget"),
+                "reasoning": _shared(programs, "reasoning"),
                 "retriever": getattr(retriever, "mode", None), "dur": args.dur,
                 "index_fingerprint": getattr(retriever, "fingerprint", None),
                 "program": {m: p.settings() for m, p in programs.items()}}
@@ -133,6 +143,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for failure in failures:
         print(f"hyporag: below bar: {failure}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _shared(programs: dict, key: str):
+    """One setting across the run's programs: its value when they agree, else the value per method."""
+    values = {m: p.settings()[key] for m, p in programs.items()}
+    distinct = {json.dumps(v, sort_keys=True) for v in values.values()}
+    return next(iter(values.values())) if len(distinct) == 1 else values
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -23,17 +23,33 @@ def lm_build_kwargs(args: argparse.Namespace) -> dict:
             "cache": not args.no_cache, "timeout": args.timeout, "num_retries": args.retries}
 
 
-def retriever_from_args(args: argparse.Namespace, needed: bool):
+DEFAULT_CORPUS = "medcorp-local"
+
+
+def retriever_from_args(args: argparse.Namespace, needed: bool, recorded: dict | None = None):
+    """The index to search: --corpus / --index-dir when given, else what a frozen artifact `recorded`, else the
+    local medical corpus. A missing default index is built (BM25, seconds)."""
     if not needed:
         return None
     from hyporag.retrieval import build_index, default_index_dir, load_corpus, open_index
 
-    corpus = load_corpus(args.corpus, args.data_dir)
-    directory = Path(args.index_dir) if args.index_dir else default_index_dir(corpus.name)
+    recorded = recorded or {}
+    corpus = load_corpus(args.corpus or recorded.get("corpus_spec") or DEFAULT_CORPUS, args.data_dir)
+    saved_dir = recorded.get("index_dir") if not args.corpus else None
+    if args.index_dir:
+        directory = Path(args.index_dir)
+    elif saved_dir and (Path(saved_dir) / "manifest.json").is_file():
+        directory = Path(saved_dir)
+    else:
+        directory = default_index_dir(corpus)
+    mode = args.retriever or recorded.get("mode")
     if not (directory / "manifest.json").is_file():
+        if mode not in (None, "bm25"):  # embedding takes long enough that it must be asked for
+            raise HyporagError(f"no index at {directory}; build one with `hyporag index build --corpus {corpus.spec} "
+                               f"--retriever {'dense' if mode == 'dense' else 'both'}`")
         print(f"no index at {directory}: building a BM25 index of {corpus.name} first (once, ~10 s)", file=sys.stderr)
         build_index(corpus, directory, retriever="bm25", progress=False, log=lambda m: print(m, file=sys.stderr))
-    return open_index(directory, corpus=corpus, mode=args.retriever, faiss_kind=args.faiss, rrf_k=args.rrf_k)
+    return open_index(directory, corpus=corpus, mode=mode, faiss_kind=args.faiss, rrf_k=args.rrf_k)
 
 
 def program_from_args(method: str, args: argparse.Namespace, retriever, roles):
@@ -56,17 +72,13 @@ def program_from_args(method: str, args: argparse.Namespace, retriever, roles):
 
 
 def frozen_from_args(args: argparse.Namespace, roles):
-    """Load a frozen artifact on the index it was compiled against (its corpus unless --corpus says otherwise)."""
+    """Load a frozen artifact on the index it was compiled against (its corpus and index unless --corpus or
+    --index-dir say otherwise)."""
     from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest
 
     manifest = read_artifact_manifest(args.program)
-    corpus = manifest["retrieval"].get("corpus")
-    if corpus and args.corpus == "medcorp-local":
-        args.corpus = corpus
-    if args.retriever is None:
-        args.retriever = manifest["retrieval"].get("mode")
     needs_retrieval = manifest["method"] != "cot"
-    return load_artifact(args.program, retriever_from_args(args, needs_retrieval), roles)
+    return load_artifact(args.program, retriever_from_args(args, needs_retrieval, manifest["retrieval"]), roles)
 
 
 def select_examples(examples: list, limit: int | None, seed: int) -> list:

@@ -14,7 +14,7 @@ from hyporag.cli_common import (
     roles_from_args,
     select_examples,
 )
-from hyporag.errors import HyporagError
+from hyporag.errors import ConfigError, HyporagError
 
 
 def _splits(args: argparse.Namespace) -> tuple[list, list, dict]:
@@ -133,9 +133,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
         study.enqueue_trial(baseline_params(probe.settings(), probe.retriever.mode, modes))
     meter = CostMeter()
     with meter.step("tune"):
-        run_study(study, lambda kwargs: _variant(probe, roles, kwargs), val, metric, probe.method, modes,
-                  args.budget, args.trials)
+        failed = run_study(study, lambda kwargs: _variant(probe, roles, kwargs), val, metric, probe.method, modes,
+                           args.budget, args.trials, threads=args.threads,
+                           log=lambda m: print(m, file=sys.stderr))
     cost = meter.roles["tune"]
+    if failed:
+        print(f"{failed} trial(s) failed with every question erroring (their first error is shown above)",
+              file=sys.stderr)
     best = best_trial(study)
     print(f"best trial {best.number}: {args.metric} {best.value:.3f} with {best.params}; this run "
           f"{cost['seconds']:.0f} s, {int(cost['calls'])} LM calls (cache hits not counted)")
@@ -156,6 +160,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
 def _mode_available(retriever, mode: str) -> bool:
     try:
         retriever._check(mode)
-    except ValueError:
+    except ConfigError:
         return False
     return True

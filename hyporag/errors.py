@@ -13,6 +13,12 @@ class HyporagError(Exception):
     exit_code = 2
 
 
+class ConfigError(HyporagError, ValueError):
+    """A setting the library cannot use (unknown mode, policy, schedule, metric, budget, missing index part).
+
+    It is also a ValueError, so API users who catch ValueError for bad arguments keep working."""
+
+
 class DataError(HyporagError):
     """A dataset or corpus file is missing or malformed; the message names the file and line."""
 
@@ -29,3 +35,10 @@ class BackendError(HyporagError):
     """The LM backend cannot be reached (after DSPy's retries with backoff); finished work is kept."""
 
     exit_code = 3
+
+
+class RunFailedError(HyporagError):
+    """Every question of a method errored: its accuracy of 0 would look like a result, so the run fails (exit 4)
+    after keeping its rows and report."""
+
+    exit_code = 4

@@ -20,9 +20,9 @@ from hyporag.errors import HyporagError, IndexMismatchError
 from hyporag.manifests import read_json_object
 
 FORMAT = "hyporag-artifact"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the manifest carries its own checksum and the corpus it retrieves from
 REQUIRED = {"format": str, "format_version": int, "method": str, "program_settings": dict, "retrieval": dict,
-            "lms": dict, "versions": dict, "program_sha256": str}
+            "lms": dict, "versions": dict, "program_sha256": str, "manifest_sha256": str}
 
 
 class ArtifactError(HyporagError):
@@ -52,6 +52,25 @@ def constructor_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
+def manifest_checksum(manifest: dict[str, Any]) -> str:
+    """sha256 of the manifest's canonical JSON without its own checksum: any edit of any field changes it."""
+    body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def retrieval_record(retriever) -> dict[str, Any]:
+    """Where the program retrieves from: enough to reopen the same index without repeating --corpus."""
+    index = getattr(retriever, "manifest", None) or {}
+    return {
+        "corpus": index.get("corpus"),
+        "corpus_spec": index.get("corpus_spec") or index.get("corpus_source"),
+        "corpus_source": index.get("corpus_source"),
+        "index_fingerprint": getattr(retriever, "fingerprint", None),
+        "index_dir": str(getattr(retriever, "directory", "") or "") or None,
+        "mode": getattr(retriever, "mode", None),
+    }
+
+
 def save_artifact(directory: str | Path, program, retriever, lms: dict[str, str], extra: dict[str, Any]) -> Path:
     """Write program.json + manifest.json into a temporary directory, then swap it into place."""
     directory = Path(directory)
@@ -66,16 +85,13 @@ def save_artifact(directory: str | Path, program, retriever, lms: dict[str, str]
             "format_version": FORMAT_VERSION,
             "method": program.method,
             "program_settings": program.settings(),
-            "retrieval": {
-                "corpus": (getattr(retriever, "manifest", None) or {}).get("corpus"),
-                "index_fingerprint": getattr(retriever, "fingerprint", None),
-                "mode": getattr(retriever, "mode", None),
-            },
+            "retrieval": retrieval_record(retriever),
             "lms": lms,
             "versions": {"hyporag": _version("hyporag"), "dspy": _version("dspy")},
             "program_sha256": digest,
             **extra,
         }
+        manifest["manifest_sha256"] = manifest_checksum(manifest)
         (partial / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
         if directory.exists():
             old = directory.with_name(f".{directory.name}.old-{os.getpid()}")
@@ -90,15 +106,19 @@ def save_artifact(directory: str | Path, program, retriever, lms: dict[str, str]
 
 
 def read_artifact_manifest(directory: str | Path) -> dict[str, Any]:
+    """The manifest, checked: format first (an older artifact says so), then fields, then its checksum."""
     directory = Path(directory)
     path = directory / "manifest.json"
     manifest = read_json_object(path, ArtifactError, "artifact manifest missing (not a `hyporag compile` output?)")
+    if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
+        raise ArtifactError(f"{path}: format {manifest.get('format')!r} v{manifest.get('format_version')}, "
+                            f"this hyporag reads {FORMAT} v{FORMAT_VERSION}; recompile it")
     for key, kind in REQUIRED.items():
         if not isinstance(manifest.get(key), kind):
             raise ArtifactError(f"{path}: field {key!r} is missing or not a {kind.__name__}")
-    if manifest["format"] != FORMAT or manifest["format_version"] != FORMAT_VERSION:
-        raise ArtifactError(f"{path}: format {manifest['format']!r} v{manifest['format_version']}, "
-                            f"this hyporag reads {FORMAT} v{FORMAT_VERSION}")
+    if manifest_checksum(manifest) != manifest["manifest_sha256"]:
+        raise ArtifactError(f"{path}: manifest differs from its checksum (edited or corrupted); an artifact is "
+                            "frozen: recompile it, or change settings with command-line flags instead")
     saved, running = manifest["versions"].get("dspy", "?"), _version("dspy")
     if _minor(saved) != _minor(running):
         raise ArtifactError(f"{path}: compiled with dspy {saved}, running {running}; recompile or install dspy "

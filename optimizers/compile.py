@@ -13,6 +13,7 @@ from typing import Any
 
 import dspy
 
+from hyporag.errors import ConfigError
 from hyporag.eval.metric_fns import gepa_feedback
 from hyporag.programs.cost import CostMeter
 
@@ -35,8 +36,8 @@ def score(program, examples: list, metric, threads: int = 1) -> float:
     evaluator = dspy.Evaluate(devset=examples, metric=metric, num_threads=threads, display_progress=True,
                               failure_score=0.0, provide_traceback=False)
     result = evaluator(program)
-    value = float(getattr(result, "score", result))
-    return value / 100.0 if value > 1.0 else value
+    # Evaluate's `score` is a percentage rounded to 2 places; the per-example scores give the exact fraction
+    return sum(float(value) for *_, value in result.results) / len(result.results) if result.results else 0.0
 
 
 def make_teleprompter(name: str, metric, auto: str = "light", max_demos: int = 4, seed: int = 0, threads: int = 1,
@@ -55,11 +56,11 @@ def make_teleprompter(name: str, metric, auto: str = "light", max_demos: int = 4
                             max_bootstrapped_demos=max_demos, max_labeled_demos=max_demos)
     if name == "gepa":
         if reflection_lm is None:
-            raise ValueError("GEPA needs a reflection LM (--reflection-lm, default: the hypothesis LM)")
+            raise ConfigError("GEPA needs a reflection LM (--reflection-lm, default: the hypothesis LM)")
         budget = {"max_metric_calls": max_metric_calls} if max_metric_calls else {"auto": auto}
         return dspy.GEPA(metric=gepa_feedback(metric), reflection_lm=reflection_lm, num_threads=threads, seed=seed,
                          **budget)
-    raise ValueError(f"unknown optimizer {name!r}: use one of {', '.join(OPTIMIZERS)}")
+    raise ConfigError(f"unknown optimizer {name!r}: use one of {', '.join(OPTIMIZERS)}")
 
 
 def compile_program(program, trainset: list, valset: list, optimizer: str, metric, roles=None, auto: str = "light",

@@ -102,39 +102,77 @@ def best_trial(study):
     """The highest-scoring finished trial, the earliest winning ties (trial 0 is the untuned program)."""
     from optuna.trial import TrialState
 
-    complete = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
+    trials = study.get_trials(deepcopy=False)
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
     if not complete:
-        raise HyporagError(f"study {study.study_name!r} has no finished trial yet")
+        failed = [t for t in trials if t.state == TrialState.FAIL and t.user_attrs.get("error")]
+        why = f"; {len(failed)} failed, first error: {failed[0].user_attrs['error']}" if failed else ""
+        raise HyporagError(f"study {study.study_name!r} has no finished trial yet{why}")
     return max(complete, key=lambda t: (t.value, -t.number))
 
 
-def run_study(study, make: Callable[[dict], Callable], valset: list, metric, method: str, modes: list[str],
-              budget: int, trials: int, report_every: int = 5) -> None:
-    """Run trials until the study holds `trials` finished ones; each reports running accuracy for pruning."""
+class TrialFailed(Exception):
+    """Every validation question of a trial errored: a program bug, not a 0 score. The trial is FAIL, with the
+    first error in its `error` attribute and printed, and the study goes on."""
+
+
+def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1, report_every: int = 5) -> float:
+    """Mean metric over `valset`, run `report_every` questions at a time (in `threads`) so the pruner can stop a
+    hopeless trial between chunks. Errors score 0 and are counted in the trial's `errors` attribute."""
     import optuna
+
+    from hyporag.eval.parallel import run_parallel
+
+    def one(example) -> tuple[float, str | None]:
+        try:
+            return float(metric(example, program(question=example.question, options=example.options))), None
+        except HyporagError:
+            raise
+        except Exception as exc:  # one failing question scores 0, as in evaluation; counted below
+            return 0.0, f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+
+    total, errors, done = 0.0, [], 0
+    for start in range(0, len(valset), report_every):
+        for _, (value, error) in run_parallel(one, valset[start:start + report_every], threads):
+            total += value
+            done += 1
+            if error:
+                errors.append(error)
+        trial.set_user_attr("errors", len(errors))
+        if errors and len(errors) == done:
+            trial.set_user_attr("error", errors[0])
+        if done < len(valset):
+            trial.report(total / done, step=done)
+            if trial.should_prune():
+                raise optuna.TrialPruned()
+    if errors and len(errors) == len(valset):
+        raise TrialFailed(f"trial {trial.number}: all {len(valset)} questions errored; first: {errors[0]}")
+    return total / len(valset)
+
+
+def run_study(study, make: Callable[[dict], Callable], valset: list, metric, method: str, modes: list[str],
+              budget: int, trials: int, threads: int = 1, report_every: int = 5, log=print) -> int:
+    """Run trials until the study holds `trials` finished ones; returns how many trials failed in this run."""
     from optuna.trial import TrialState
 
+    failed = 0
+
     def objective(trial) -> float:
+        nonlocal failed
         trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
         program = make(suggest(trial, method, modes, budget))
-        total = 0.0
-        for i, example in enumerate(valset, start=1):
-            try:
-                total += metric(example, program(question=example.question, options=example.options))
-            except HyporagError:
-                raise
-            except Exception:  # a failing question scores 0, as in evaluation
-                pass
-            if i % report_every == 0 and i < len(valset):
-                trial.report(total / i, step=i)
-                if trial.should_prune():
-                    raise optuna.TrialPruned()
-        return total / len(valset)
+        try:
+            return score_trial(program, valset, metric, trial, threads, report_every)
+        except TrialFailed as exc:
+            failed += 1
+            log(f"hyporag: {exc}")
+            raise
 
     finished = (TrialState.COMPLETE, TrialState.PRUNED)
     remaining = trials - len(study.get_trials(deepcopy=False, states=finished))
     if remaining > 0:
-        study.optimize(objective, n_trials=remaining, show_progress_bar=True, catch=())
+        study.optimize(objective, n_trials=remaining, show_progress_bar=True, catch=(TrialFailed,))
+    return failed
 
 
 def study_report(study, out_dir: Path, top: int = 5) -> list[dict]:

@@ -11,6 +11,7 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from hyporag.errors import ConfigError
 from hyporag.programs.answer_step import AnswerStep, format_context
 from hyporag.programs.cost import CostMeter
 from hyporag.programs.lm import LMRoles
@@ -38,9 +39,9 @@ class MCQProgram(dspy.Module):
                  retrieval_sees_options: bool | None = None, reasoning: bool = False, mode: str | None = None):
         super().__init__()
         if self.uses_retrieval and retriever is None:
-            raise ValueError(f"method {self.method!r} needs a retriever (build one with `hyporag index build`)")
+            raise ConfigError(f"method {self.method!r} needs a retriever (build one with `hyporag index build`)")
         if budget < 1:
-            raise ValueError("budget must be at least 1 passage")
+            raise ConfigError("budget must be at least 1 passage")
         self.retriever = retriever
         self.roles = roles
         self.budget = budget

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dspy
 
+from hyporag.errors import ConfigError
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.cost import CostMeter
 from hyporag.retrieval.hit import Hit
@@ -28,7 +29,7 @@ class HCQR(MCQProgram):
         super().__init__(*args, **kwargs)
         unknown = set(queries) - set(QUERY_FIELDS)
         if unknown or not queries:
-            raise ValueError(f"HCQR queries must be a non-empty subset of {', '.join(QUERY_FIELDS)}; got {queries}")
+            raise ConfigError(f"HCQR queries must be a non-empty subset of {', '.join(QUERY_FIELDS)}; got {queries}")
         self.queries = tuple(q for q in QUERY_FIELDS if q in queries)
         self.per_query_k = per_query_k or self.budget
         self.merge_policy = merge_policy

@@ -36,12 +36,19 @@ HUB_CORPORA = {"textbooks": "MedRAG/textbooks"}
 
 @dataclass
 class Corpus:
-    """A named set of JSONL passage files; iterate it to stream passages, in a stable order."""
+    """A named set of JSONL passage files; iterate it to stream passages, in a stable order.
+
+    `source` is where it was read (an absolute path, or the hub id) and tells two corpora of one name apart;
+    `spec` is what to pass to `--corpus` to get it again (its name, or its path)."""
 
     name: str
     files: list[Path]
     source: str
     empty_skipped: int = 0
+    spec: str = ""
+
+    def __post_init__(self) -> None:
+        self.spec = self.spec or self.name
 
     def __iter__(self) -> Iterator[Passage]:
         self.empty_skipped = 0
@@ -110,12 +117,12 @@ def load_corpus(name_or_path: str, data_dir: str | Path | None = None) -> Corpus
         files = [path] if path.is_file() else _files_under(path)
         if not files:
             raise DataError(f"unknown corpus {name_or_path!r}: use one of {', '.join(CORPORA)} or a JSONL path/dir")
-        return Corpus(path.stem, files, str(path))
+        return Corpus(path.stem, files, str(path.resolve()), spec=str(path.resolve()))
     root = data_root(data_dir)
     if root is not None:
         files = [f for sub in CORPORA[name_or_path] for f in _files_under(root / sub)]
         if files:
-            return Corpus(name_or_path, files, str(root / "corpus"))
+            return Corpus(name_or_path, files, str((root / "corpus").resolve()))
     if name_or_path in HUB_CORPORA:
         return _hub_corpus(name_or_path)
     raise DataError(f"corpus {name_or_path!r}: no JSONL files under {root or 'a data dir'}/corpus and no hub copy")

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hyporag.errors import ConfigError, IndexMismatchError
+
 FAISS_KINDS = ("flat", "hnsw", "ivf")
 SMALL_BATCH = 32
 
@@ -42,7 +44,8 @@ def embed_in_shards(batches: Iterable[list[str]], embedder, directory: Path, tot
         if shard.is_file():
             vectors = np.load(shard)
             if len(vectors) != len(texts):
-                raise ValueError(f"{shard}: holds {len(vectors)} vectors, expected {len(texts)}; delete it to redo")
+                raise IndexMismatchError(f"{shard}: holds {len(vectors)} vectors, expected {len(texts)}; "
+                                         "delete it to redo")
         else:
             vectors = embedder.encode(texts, batch_size=batch_size)
             partial = shard.with_suffix(".partial.npy")
@@ -72,7 +75,7 @@ def build_faiss(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ivf_l
         index.train(vectors)
         index.nprobe = max(1, lists // 16)
     else:
-        raise ValueError(f"unknown FAISS index kind {kind!r}: use one of {', '.join(FAISS_KINDS)}")
+        raise ConfigError(f"unknown FAISS index kind {kind!r}: use one of {', '.join(FAISS_KINDS)}")
     index.add(vectors)
     return index
 

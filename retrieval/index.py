@@ -33,8 +33,27 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 
 
-def default_index_dir(corpus_name: str) -> Path:
-    return cache_dir("indexes") / corpus_name
+def default_index_dir(corpus: Corpus | str, data_dir: str | Path | None = None) -> Path:
+    """`indexes/<name>-<hash of the corpus source>`: two corpora whose files share a stem (`notes.jsonl` in two
+    folders) get two directories, so building one never replaces the other's index."""
+    if isinstance(corpus, str):
+        from hyporag.retrieval.corpus import load_corpus
+
+        corpus = load_corpus(corpus, data_dir)
+    key = hashlib.sha256(corpus.source.encode("utf-8")).hexdigest()[:10]
+    directory = cache_dir("indexes") / f"{corpus.name}-{key}"
+    _adopt_legacy(cache_dir("indexes") / corpus.name, directory, corpus)
+    return directory
+
+
+def _adopt_legacy(legacy: Path, directory: Path, corpus: Corpus) -> None:
+    """Indexes of hyporag <= 0.1 lived at `indexes/<name>`: move one of this very corpus (same fingerprint) to its
+    new place instead of re-embedding it (the dense part takes an hour on 2 cores)."""
+    if directory.exists() or not (legacy / MANIFEST).is_file():
+        return
+    with contextlib.suppress(OSError, ValueError, IndexMismatchError):
+        if read_manifest(legacy).get("corpus_fingerprint") == corpus.fingerprint():
+            legacy.rename(directory)
 
 
 def _version(package: str) -> str:
@@ -75,20 +94,45 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 
 def build_index(corpus: Corpus, directory: Path | None = None, retriever: str = "both",
                 embedder_name: str = DEFAULT_EMBEDDER, faiss_kind: str = "flat", max_seq_length: int | None = None,
-                progress: bool = True, log=print) -> Path:
-    """Build (or finish building) the index of `corpus`; returns its directory."""
-    directory = Path(directory) if directory else default_index_dir(corpus.name)
+                progress: bool = True, log=print, force: bool = False) -> Path:
+    """Build (or finish building) the index of `corpus`; returns its directory.
+
+    An index of another corpus in `directory` (another source and other contents) is refused unless `force`:
+    replacing it would destroy something the user built. The same source with new contents is rebuilt."""
+    directory = Path(directory) if directory else default_index_dir(corpus)
+    created = not directory.exists()
     directory.mkdir(parents=True, exist_ok=True)
+    try:
+        return _build(corpus, directory, retriever, embedder_name, faiss_kind, max_seq_length, progress, log, force)
+    except BaseException:
+        if created and not any(directory.iterdir()):
+            directory.rmdir()
+        raise
+
+
+def _clear(directory: Path) -> None:
+    for child in directory.iterdir():
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
+
+
+def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, faiss_kind: str,
+           max_seq_length: int | None, progress: bool, log, force: bool) -> Path:
     fingerprint = corpus.fingerprint()
     manifest: dict[str, Any] = {}
     if (directory / MANIFEST).is_file():
         manifest = read_manifest(directory)
-        if manifest.get("corpus_fingerprint") != fingerprint:
-            log(f"{directory}: corpus changed since the last build; rebuilding from scratch")
-            for child in directory.iterdir():
-                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        same_contents = manifest.get("corpus_fingerprint") == fingerprint
+        if not same_contents and manifest.get("corpus_source") != corpus.source and not force:
+            raise IndexMismatchError(
+                f"{directory}: holds the index of another corpus ({manifest.get('corpus_source')}, "
+                f"{manifest.get('passage_count')} passages); pass --force to replace it, or choose another "
+                "--index-dir")
+        if not same_contents:
+            log(f"{directory}: corpus differs from the last build; rebuilding from scratch")
+            _clear(directory)
             manifest = {}
     manifest.update({"format_version": FORMAT_VERSION, "corpus": corpus.name, "corpus_source": corpus.source,
+                     "corpus_spec": corpus.spec,
                      "corpus_fingerprint": fingerprint})
     manifest.setdefault("parts", {})
     manifest["libraries"] = {p: _version(p) for p in ("hyporag", "bm25s", "faiss-cpu", "sentence-transformers")}
@@ -97,7 +141,11 @@ def build_index(corpus: Corpus, directory: Path | None = None, retriever: str = 
     if "store" not in manifest["parts"] or not store_path.is_file():
         started = time.perf_counter()
         partial = directory / (PassageStore.FILENAME + ".partial")
-        count = PassageStore.build(partial, corpus)
+        try:
+            count = PassageStore.build(partial, corpus)
+        except BaseException:  # an empty or malformed corpus leaves nothing behind
+            partial.unlink(missing_ok=True)
+            raise
         partial.replace(store_path)
         manifest["passage_count"] = count
         manifest["empty_passages_skipped"] = corpus.empty_skipped
@@ -215,8 +263,8 @@ def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None =
     if corpus is not None and manifest.get("corpus_fingerprint") != corpus.fingerprint():
         raise IndexMismatchError(
             f"{directory}: index was built from corpus {manifest.get('corpus')!r} with fingerprint "
-            f"{str(manifest.get('corpus_fingerprint'))[:12]}..., which does not match {corpus.name!r} "
-            f"({corpus.fingerprint()[:12]}...); rebuild with `hyporag index build --corpus {corpus.name}`"
+            f"{str(manifest.get('corpus_fingerprint'))[:12]}..., which does not match {corpus.spec} "
+            f"({corpus.fingerprint()[:12]}...); build its index with `hyporag index build --corpus {corpus.spec}`"
         )
     verify_files(directory, manifest, checksums=checksums)
     store = PassageStore(directory / PassageStore.FILENAME)

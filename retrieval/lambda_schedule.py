@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from hyporag.errors import ConfigError
+
 SCHEDULES = ("fixed", "linear", "threshold", "sigmoid")
 
 
@@ -30,7 +32,7 @@ class LambdaSchedule:
 
     def __post_init__(self) -> None:
         if self.kind not in SCHEDULES:
-            raise ValueError(f"unknown λ schedule {self.kind!r}: use one of {', '.join(SCHEDULES)}")
+            raise ConfigError(f"unknown λ schedule {self.kind!r}: use one of {', '.join(SCHEDULES)}")
 
     def __call__(self, similarity: float) -> float:
         if self.kind == "fixed":

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hyporag.errors import ConfigError
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.store import PassageStore
 
@@ -28,7 +29,7 @@ class Retriever:
     def __init__(self, store: PassageStore, bm25=None, dense=None, mode: str | None = None, rrf_k: int = 60,
                  candidate_depth: int = 100, fingerprint: str = ""):
         if bm25 is None and dense is None:
-            raise ValueError("a retriever needs a BM25 index, a dense index, or both")
+            raise ConfigError("a retriever needs a BM25 index, a dense index, or both")
         self.store, self.bm25, self.dense = store, bm25, dense
         self.mode = mode or ("hybrid" if bm25 is not None and dense is not None else "dense" if dense else "bm25")
         self.rrf_k = rrf_k
@@ -43,11 +44,11 @@ class Retriever:
 
     def _check(self, mode: str) -> None:
         if mode not in MODES:
-            raise ValueError(f"unknown retrieval mode {mode!r}: use one of {', '.join(MODES)}")
+            raise ConfigError(f"unknown retrieval mode {mode!r}: use one of {', '.join(MODES)}")
         if mode in ("bm25", "hybrid") and self.bm25 is None:
-            raise ValueError(f"mode {mode!r} needs a BM25 index; rebuild with --retriever bm25 or both")
+            raise ConfigError(f"mode {mode!r} needs a BM25 index; rebuild with --retriever bm25 or both")
         if mode in ("dense", "hybrid") and self.dense is None:
-            raise ValueError(f"mode {mode!r} needs a dense index; rebuild with --retriever dense or both")
+            raise ConfigError(f"mode {mode!r} needs a dense index; rebuild with --retriever dense or both")
 
     # -- plain search -------------------------------------------------------------------------------------------
     def search(self, query: str, k: int = 15, mode: str | None = None) -> list[Hit]:
@@ -88,9 +89,9 @@ class Retriever:
         return self.dense.encode([h_plus, h_minus]) if self.dense is not None else None
 
     def hypothesis_similarity(self, h_plus: str, h_minus: str, vectors: np.ndarray | None = None) -> float:
-        """cos(ĥ+, ĥ−) with the dense embedder, or token Jaccard when only BM25 is available."""
-        if self.dense is not None:
-            a, b = vectors if vectors is not None else self.hypothesis_vectors(h_plus, h_minus)
+        """cos(ĥ+, ĥ−) from the given vectors, or token Jaccard without them (BM25, no encoder call)."""
+        if vectors is not None:
+            a, b = vectors
             return float(np.dot(a, b))
         tokens_a, tokens_b = set(h_plus.lower().split()), set(h_minus.lower().split())
         return len(tokens_a & tokens_b) / max(1, len(tokens_a | tokens_b))

@@ -60,17 +60,49 @@ def test_failing_question_is_recorded_not_fatal(tiny_questions, tmp_path):
 
 
 def test_second_live_writer_is_refused(tmp_path):
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / ".lock").write_text(str(os.getppid()))
-    with pytest.raises(HyporagError, match="another evaluation"), ResultsStore(tmp_path / "run", SETTINGS):
+    refused = pytest.raises(HyporagError, match=f"another evaluation \\(pid {os.getpid()}\\)")
+    with ResultsStore(tmp_path / "run", SETTINGS), refused, ResultsStore(tmp_path / "run", SETTINGS):
         pass
+    with ResultsStore(tmp_path / "run", SETTINGS) as store:  # released on exit
+        assert store.rows == []
 
 
-def test_stale_lock_is_taken_over(tmp_path):
+def test_lock_left_by_a_killed_run_is_free(tmp_path):
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / ".lock").write_text("999999999")
+    (tmp_path / "run" / ".lock").write_text("999999999")  # what a run killed before the flock era left behind
+    (tmp_path / "run" / ".lock.owner").write_text("999999999")
     with ResultsStore(tmp_path / "run", SETTINGS) as store:
         assert store.rows == []
+
+
+TAKE_LOCK = r"""
+import sys, time
+from hyporag.errors import HyporagError
+from hyporag.eval.results_store import ResultsStore
+directory, go = sys.argv[1], float(sys.argv[2])
+while time.time() < go:
+    pass
+try:
+    with ResultsStore(directory, {"dataset": "tiny"}):
+        print("won", flush=True)
+        time.sleep(1.5)
+except HyporagError:
+    print("refused", flush=True)
+"""
+
+
+def test_two_runs_taking_over_a_stale_lock_at_once_cannot_both_win(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / ".lock").write_text("999999999")
+    go = str(time.time() + 2.0)  # both start their takeover at the same instant
+    procs = [subprocess.Popen([sys.executable, "-c", TAKE_LOCK, str(tmp_path / "run"), go], stdout=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    outcomes = sorted(p.communicate(timeout=60)[0].strip() for p in procs)
+    assert outcomes == ["refused", "won"]
 
 
 def test_changed_settings_are_refused(tmp_path):

@@ -12,7 +12,7 @@ from dspy.utils import DummyLM
 
 from hyporag.errors import IndexMismatchError
 from hyporag.eval.metric_fns import accuracy
-from hyporag.optimizers.artifact import ArtifactError, load_artifact, save_artifact
+from hyporag.optimizers.artifact import ArtifactError, load_artifact, manifest_checksum, save_artifact
 from hyporag.optimizers.compile import compile_program
 from hyporag.optimizers.splits import refuse_test_split, split_train_val
 from hyporag.programs import make_program
@@ -80,6 +80,21 @@ def test_frozen_program_reproduces_in_a_fresh_process(tiny_retriever, tiny_quest
     assert fresh["prompts"] == json.loads(json.dumps(local_prompts))
 
 
+def resign(path: Path, manifest: dict) -> None:
+    """Write an edited manifest with a fresh checksum, to reach the checks behind the checksum."""
+    path.write_text(json.dumps({**manifest, "manifest_sha256": manifest_checksum(manifest)}))
+
+
+def test_any_edit_of_the_manifest_is_refused(tiny_retriever, tiny_questions, tmp_path):
+    _, out = compiled_chr(tiny_retriever, tiny_questions, tmp_path)
+    path = out / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["program_settings"]["budget"] = 5  # a valid value, silently used before the manifest had a checksum
+    path.write_text(json.dumps(manifest, indent=2))
+    with pytest.raises(ArtifactError, match="differs from its checksum"):
+        load_artifact(out, tiny_retriever, dummy_roles())
+
+
 def test_edited_or_mismatched_artifacts_are_refused(tiny_retriever, tiny_questions, tmp_path):
     _, out = compiled_chr(tiny_retriever, tiny_questions, tmp_path)
     manifest_path = out / "manifest.json"
@@ -91,19 +106,19 @@ def test_edited_or_mismatched_artifacts_are_refused(tiny_retriever, tiny_questio
 
     manifest = json.loads(original)
     del manifest["method"]
-    manifest_path.write_text(json.dumps(manifest))
+    resign(manifest_path, manifest)
     with pytest.raises(ArtifactError, match="field 'method'"):
         load_artifact(out, tiny_retriever, dummy_roles())
 
     manifest = json.loads(original)
     manifest["program_settings"]["per_query_k"] = 3  # not a CHR setting
-    manifest_path.write_text(json.dumps(manifest))
+    resign(manifest_path, manifest)
     with pytest.raises(ArtifactError, match="do not fit 'chr'"):
         load_artifact(out, tiny_retriever, dummy_roles())
 
     manifest = json.loads(original)
     manifest["retrieval"]["index_fingerprint"] = "0" * 64
-    manifest_path.write_text(json.dumps(manifest))
+    resign(manifest_path, manifest)
     with pytest.raises(IndexMismatchError, match="compiled against an index"):
         load_artifact(out, tiny_retriever, dummy_roles())
 
@@ -123,7 +138,7 @@ def test_state_that_does_not_fit_the_program_is_refused(tiny_retriever, tiny_que
     manifest = json.loads((out / "manifest.json").read_text())
     manifest["method"] = "hcqr"
     manifest["program_settings"] = {k: v for k, v in manifest["program_settings"].items() if k != "schedule"}
-    (out / "manifest.json").write_text(json.dumps(manifest))
+    resign(out / "manifest.json", manifest)
     with pytest.raises(ArtifactError, match="does not fit program 'hcqr'"):
         load_artifact(out, tiny_retriever, dummy_roles())
 

@@ -55,3 +55,50 @@ def test_baseline_params_describe_the_untuned_program():
                                                  "tau": 0.7, "steepness": 10.0}}
     assert baseline_params(chr_linear, "bm25", ["bm25"]) == {"mode": "bm25", "schedule": "linear", "lam_min": 0.1,
                                                              "lam_max": 0.9, "tau": 0.7, "steepness": 10.0}
+
+
+def test_a_trial_whose_questions_all_error_fails_with_its_error(tiny_questions, tmp_path):
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+    class Broken:
+        def __call__(self, question, options):
+            raise RuntimeError("program bug in retrieve")
+
+    study = open_study("broken", None, seed=0, directory=tmp_path)
+    logged = []
+    failed = run_study(study, lambda kwargs: Broken(), tiny_questions, accuracy, "chr", ["bm25"], 2, trials=2,
+                       log=logged.append)
+    assert failed == 2 and [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
+    assert all(t.user_attrs["error"] == "RuntimeError: program bug in retrieve" for t in study.trials)
+    assert all(t.user_attrs["errors"] == 3 for t in study.trials) and "all 3 questions errored" in logged[0]
+    from hyporag.errors import HyporagError
+    from hyporag.optimizers.tune import best_trial
+
+    with pytest.raises(HyporagError, match="2 failed, first error: RuntimeError: program bug"):
+        best_trial(study)
+
+
+def test_trials_run_in_threads_with_the_callers_dspy_context(tiny_retriever, tiny_questions, tmp_path):
+    import threading
+
+    import dspy
+
+    seen: set[int] = set()
+
+    class Recording:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __call__(self, question, options):
+            seen.add(threading.get_ident())
+            return self.inner(question=question, options=options)
+
+    lm = DummyLM(dict(REPLIES))
+    study = open_study("threads", None, seed=0, directory=tmp_path)
+    make = lambda kwargs: Recording(make_program("chr", retriever=tiny_retriever, budget=2, **kwargs))  # noqa: E731
+    with dspy.context(lm=lm):  # no roles: the trial's workers must see this LM
+        run_study(study, make, tiny_questions * 2, accuracy, "chr", ["bm25"], 2, trials=1, threads=2,
+                  report_every=6)
+    trial = study.trials[0]
+    assert trial.state == TrialState.COMPLETE and trial.user_attrs["errors"] == 0
+    assert trial.value == pytest.approx(1 / 3) and len(seen) == 2

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hyporag.cli import main
-from hyporag.errors import BackendError
+from hyporag.errors import BackendError, RunFailedError
 from hyporag.eval.runner import run_evaluation
 from hyporag.programs import make_program
 from hyporag.programs.lm import LMRoles, build_lm
@@ -28,8 +30,10 @@ def test_working_server_answers(server, tiny_questions, tmp_path):
 
 def test_rate_limit_is_retried_then_recorded_and_redone_later(server, tiny_questions, tmp_path):
     server.mode = "429"
-    report = evaluate(lm_for(server, num_retries=1), tiny_questions, tmp_path)
-    assert report["methods"][0]["errors"] == 3 and server.requests >= 6  # each question retried once
+    with pytest.raises(RunFailedError, match="every question of cot errored .*rate limited"):
+        evaluate(lm_for(server, num_retries=1), tiny_questions, tmp_path)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())  # the rows and report are kept
+    assert summary["methods"][0]["errors"] == 3 and server.requests >= 6  # each question retried once
     server.mode = "ok"
     report = evaluate(lm_for(server), tiny_questions, tmp_path)
     assert report["methods"][0]["errors"] == 0 and report["methods"][0]["n"] == 3

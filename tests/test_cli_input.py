@@ -1,0 +1,75 @@
+"""Input is checked before any LM call, and a frozen artifact brings its own corpus and settings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hyporag.cli import main
+from hyporag.errors import DataError
+from hyporag.eval.records import load_records
+from tests.conftest import QUESTIONS, write_jsonl
+
+ASK = ["ask", "--method", "cot", "--lm", "openai/none"]
+
+
+@pytest.mark.parametrize("options", [["A=collections", "A=heapq", "B=bisect"], ["A=collections", "a=heapq"]])
+def test_ask_refuses_a_letter_given_twice(options, capsys):
+    argv = [*ASK, "--question", "Which module has a heap queue?"]
+    for option in options:
+        argv += ["--option", option]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "letter A was already given ('A=collections')" in err
+
+
+def test_ask_refuses_an_empty_question(capsys):
+    assert main([*ASK, "--question", "  ", "--option", "A=x", "--option", "B=y"]) == 2
+    assert "--question: the question is empty" in capsys.readouterr().err
+
+
+def test_dataset_rows_with_a_letter_twice_are_refused_with_file_and_line(tmp_path):
+    path = tmp_path / "dup.jsonl"
+    path.write_text('{"question": "Q1", "options": {"A": "x", "B": "y"}, "answer": "A"}\n'
+                    '{"question": "Q2", "options": {"A": "x", "A": "z", "B": "y"}, "answer": "A"}\n')
+    with pytest.raises(DataError, match=f"{path}:2: key 'A' appears twice"):
+        load_records(path)
+    path.write_text('{"question": "Q", "options": {"A": "x", "a": "z", "B": "y"}, "answer": "A"}\n')
+    with pytest.raises(DataError, match=f"{path}:1: option letter A appears twice"):
+        load_records(path)
+    csv = tmp_path / "dup.csv"
+    csv.write_text("question,A,a,B,answer\nQ,x,z,y,A\n")
+    with pytest.raises(DataError, match="column\\(s\\) A appear twice"):
+        load_records(csv)
+
+
+def test_empty_question_field_names_file_line_and_field(tmp_path):
+    path = write_jsonl(tmp_path / "q.jsonl", [QUESTIONS[0], {**QUESTIONS[1], "question": "   "}])
+    with pytest.raises(DataError, match=f"{path}:2: field 'question' is missing or empty"):
+        load_records(path)
+
+
+def common(server, tmp_path):
+    return ["--lm", "openai/test-model", "--api-base", f"http://127.0.0.1:{server.server_port}/v1",
+            "--api-key", "k", "--no-cache"]
+
+
+def test_program_brings_its_corpus_and_run_json_records_its_budget(server, tmp_path, tiny_corpus_dir,
+                                                                   tiny_questions):
+    dataset, artifact = str(tmp_path / "q.jsonl"), tmp_path / "chr-art"
+    assert main(["tune", "--method", "chr", "--study", "s", "--trials", "1", "--dataset", dataset,
+                 "--storage", str(tmp_path / "s.journal"), "--corpus", str(tiny_corpus_dir), "--budget", "2",
+                 "--out", str(artifact), *common(server, tmp_path)]) == 0
+    retrieval = json.loads((artifact / "manifest.json").read_text())["retrieval"]
+    assert retrieval["corpus_spec"] == str(tiny_corpus_dir.resolve()) and retrieval["index_fingerprint"]
+    out = tmp_path / "run"
+    # no --corpus, no --budget: both come from the artifact, and run.json says what really ran
+    assert main(["eval", "--program", str(artifact), "--dataset", dataset, "--out", str(out),
+                 *common(server, tmp_path)]) == 0
+    settings = json.loads((out / "run.json").read_text())
+    assert settings["budget"] == 2 and settings["index_fingerprint"] == retrieval["index_fingerprint"]
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and all(len(r["passage_ids"]) <= 2 and not r["error"] for r in rows)
+    assert main(["ask", "--program", str(artifact), "--question", "Which cells secrete insulin?",
+                 "--option", "A=Beta cells", "--option", "B=Alpha cells", *common(server, tmp_path)]) == 0
