@@ -20,6 +20,7 @@ from hyporag.eval.evidence import option_evidence
 from hyporag.eval.parallel import run_parallel
 from hyporag.eval.report import write_report
 from hyporag.eval.results_store import ResultsStore
+from hyporag.programs.lm import explain_lm_error
 
 DEBUG = False
 
@@ -60,9 +61,8 @@ def run_one(program: Callable, example: dspy.Example, method: str, judge: Callab
     try:
         prediction = program(question=example.question, options=example.options)
     except (LMTransportError, LMAuthError) as exc:  # systemic: every further question would fail the same way
-        first = str(exc).splitlines()[0][:300]
-        raise BackendError(f"LM backend failed after retries: {first}; finished rows are kept, re-run to resume"
-                           ) from exc
+        raise BackendError(f"LM backend failed after retries: {explain_lm_error(exc)}; finished rows are kept, "
+                           "re-run to resume") from exc
     except Exception as exc:  # a failing question is recorded, never fatal to the run
         if DEBUG:
             traceback.print_exc()

@@ -29,7 +29,7 @@ def _add_lm_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--api-base", help="OpenAI-compatible server URL (vLLM, Ollama, ...)")
     group.add_argument("--api-key", help="API key (default: the provider's environment variable)")
     group.add_argument("--max-tokens", type=int, default=512)
-    group.add_argument("--timeout", type=float, help="seconds to wait for a remote LM reply")
+    group.add_argument("--timeout", type=float, help="seconds to wait for each remote LM reply (default 120)")
     group.add_argument("--retries", type=int, default=3, help="retries with backoff for a remote LM (DSPy's)")
     group.add_argument("--no-cache", action="store_true", help="bypass DSPy's disk cache of LM calls")
 
@@ -174,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.debug or not isinstance(exc, LMError):
             raise
-        print(f"hyporag: error: LM backend: {str(exc).splitlines()[0][:300]}", file=sys.stderr)
+        from hyporag.programs.lm import explain_lm_error
+
+        print(f"hyporag: error: LM backend: {explain_lm_error(exc)}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
         print("hyporag: interrupted; re-run the same command to resume", file=sys.stderr)

@@ -8,6 +8,7 @@ schema llama.cpp enforces; remote models keep DSPy's default ChatAdapter (which 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from hyporag.paths import cache_dir
 from hyporag.programs.gguf import DEFAULT_MODEL, resolve_model_path
 
 DEFAULT_LM = f"local:{DEFAULT_MODEL}"
+DEFAULT_TIMEOUT = 120.0  # seconds per remote call: a stalled server fails in 2 minutes, not lm15's 10
+
 ROLES = ("hypothesis", "answer", "judge")
 _CACHE_CONFIGURED = False
 
@@ -47,15 +50,28 @@ def build_lm(spec: str, api_base: str | None = None, api_key: str | None = None,
                        max_tokens=max_tokens, cache=cache)
     if "/" not in spec:
         raise ModelError(f"LM {spec!r}: use a DSPy/LiteLLM model string like 'openai/gpt-4o-mini' or 'local:<alias>'")
+    # DSPy fetches LiteLLM's price map from the web on first use and warns when it cannot; the bundled snapshot
+    # is what an offline or firewalled run gets anyway (LITELLM_LOCAL_MODEL_COST_MAP=false restores the fetch)
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "true")
     kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "cache": cache,
-                              "num_retries": num_retries}
-    if timeout:
-        kwargs["timeout"] = timeout
+                              "num_retries": num_retries, "timeout": timeout or DEFAULT_TIMEOUT}
     if api_base:
         kwargs["api_base"] = api_base
     if api_key:
         kwargs["api_key"] = api_key
     return dspy.LM(spec, **kwargs)
+
+
+def explain_lm_error(exc: BaseException) -> str:
+    """One line for a failed LM call; a read time-out says which flag moves it (lm15's text names its own API)."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    waited = re.search(r"no bytes for ([0-9.]+)s", text)
+    if waited or "timed out" in text:
+        model = getattr(exc, "model", None) or text.partition("]")[0].lstrip("[")
+        seconds = f"{float(waited.group(1)):g} s" if waited else "the time-out"
+        return (f"{model} did not answer within {seconds}; raise --timeout (seconds per LM call, default "
+                f"{DEFAULT_TIMEOUT:g}) for a slow model, or check the server")
+    return text[:300]
 
 
 def is_local(lm: dspy.BaseLM) -> bool:

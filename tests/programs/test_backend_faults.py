@@ -47,7 +47,7 @@ def test_empty_completion_is_a_parse_failure(server, tiny_questions, tmp_path):
 
 def test_timeout_stops_the_run_with_a_backend_error(server, tiny_questions, tmp_path):
     server.mode = "slow"
-    with pytest.raises(BackendError, match="timed out"):
+    with pytest.raises(BackendError, match="did not answer within 0.5 s"):
         evaluate(lm_for(server, num_retries=0, timeout=0.5), tiny_questions, tmp_path)
 
 
@@ -57,3 +57,35 @@ def test_unreachable_endpoint_is_named_in_one_line(capsys):
                  "--retries", "0", "--no-cache"])
     err = capsys.readouterr().err.strip()
     assert code == 3 and "127.0.0.1:9" in err and err.count("\n") == 0
+
+
+def test_remote_lms_have_a_default_timeout_per_call():
+    from hyporag.programs.lm import DEFAULT_TIMEOUT
+
+    lm = build_lm("openai/test-model", api_base="http://127.0.0.1:9/v1", api_key="k")
+    assert lm.kwargs["timeout"] == DEFAULT_TIMEOUT == 120.0
+    assert build_lm("openai/test-model", api_key="k", timeout=7).kwargs["timeout"] == 7
+
+
+def test_stalled_server_message_names_the_flag_to_raise(server, capsys):
+    server.mode = "slow"
+    code = main(["ask", "--question", "Q?", "--option", "A=x", "--option", "B=y", "--method", "cot",
+                 "--lm", "openai/test-model", "--api-base", f"http://127.0.0.1:{server.server_port}/v1",
+                 "--api-key", "k", "--retries", "0", "--timeout", "0.5", "--no-cache"])
+    err = capsys.readouterr().err.strip()
+    assert code == 3 and err.count("\n") == 0
+    assert "did not answer within 0.5 s; raise --timeout" in err and "Timeouts(read" not in err
+
+
+def test_no_model_metadata_warning_against_a_server(server, tiny_questions, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    proc = subprocess.run([sys.executable, "-m", "hyporag.cli", "eval", "--dataset", str(tmp_path / "q.jsonl"),
+                           "--methods", "cot", "--lm", "openai/test-model", "--api-key", "k", "--no-cache",
+                           "--api-base", f"http://127.0.0.1:{server.server_port}/v1", "--out", str(tmp_path / "r")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "metadata refresh failed" not in proc.stderr.lower()
