@@ -113,9 +113,8 @@ def load_benchmark(
 ) -> LoadReport:
     """Load a benchmark by name, several joined by commas (`mmlu-med-dev,mmlu-med-val`), or any JSONL/CSV path."""
     if "," in name_or_path:
-        reports = [load_benchmark(part.strip(), data_dir, skip_bad_rows) for part in name_or_path.split(",")]
-        return LoadReport([e for r in reports for e in r.examples], "; ".join(r.source for r in reports),
-                          [s for r in reports for s in r.skipped])
+        return LoadReport.join([load_benchmark(part.strip(), data_dir, skip_bad_rows)
+                                for part in name_or_path.split(",")])
     if name_or_path not in BENCHMARKS:
         path = Path(name_or_path)
         if path.suffix.lower() in (".jsonl", ".json", ".csv") or path.exists():
@@ -126,9 +125,7 @@ def load_benchmark(
     if root is not None:
         paths = [root / f for f in bench.files]
         if all(p.is_file() for p in paths):
-            reports = [load_records(p, skip_bad_rows=skip_bad_rows, source=str(p)) for p in paths]
-            examples = [e for r in reports for e in r.examples]
-            return LoadReport(examples, ", ".join(r.source for r in reports), [s for r in reports for s in r.skipped])
+            return LoadReport.join([load_records(p, skip_bad_rows=skip_bad_rows, source=str(p)) for p in paths], ", ")
         if data_dir is not None:
             raise DataError(f"{paths[0]}: dataset file for {name_or_path!r} not found in --data-dir")
     if bench.hub is None:

@@ -28,6 +28,15 @@ class LoadReport:
     examples: list[dspy.Example]
     source: str
     skipped: list[str] = field(default_factory=list)
+    locations: dict[str, str] = field(default_factory=dict)  # question id -> "file:line", for later refusals
+
+    def where(self, example: dspy.Example) -> str:
+        return self.locations.get(example.id, f"{self.source}: question {example.id}")
+
+    @classmethod
+    def join(cls, reports: list[LoadReport], separator: str = "; ") -> LoadReport:
+        return cls([e for r in reports for e in r.examples], separator.join(r.source for r in reports),
+                   [s for r in reports for s in r.skipped], {k: v for r in reports for k, v in r.locations.items()})
 
 
 def make_example(question: str, options: dict[str, str], answer: str, qid: str, **extra: Any) -> dspy.Example:
@@ -135,6 +144,7 @@ def load_records(path: str | Path, skip_bad_rows: bool = False, source: str | No
     examples: list[dspy.Example] = []
     skipped: list[str] = []
     seen: dict[str, int] = {}
+    locations: dict[str, str] = {}
     for number, record in rows:
         try:
             if isinstance(record, Exception):
@@ -150,7 +160,8 @@ def load_records(path: str | Path, skip_bad_rows: bool = False, source: str | No
             continue
         seen[example.id] = number
         examples.append(example)
+        locations[example.id] = f"{path}:{number}"
     if not examples:
         note = f" ({len(skipped)} bad rows skipped)" if skipped else ""
         raise DataError(f"{path}: no usable questions in file{note}")
-    return LoadReport(examples, source or str(path), skipped)
+    return LoadReport(examples, source or str(path), skipped, locations)

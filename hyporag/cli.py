@@ -28,7 +28,9 @@ def _add_lm_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--judge-lm", help="the DUR judge")
     group.add_argument("--api-base", help="OpenAI-compatible server URL (vLLM, Ollama, ...)")
     group.add_argument("--api-key", help="API key (default: the provider's environment variable)")
-    group.add_argument("--max-tokens", type=int, default=512)
+    group.add_argument("--max-tokens", type=int, default=512, help="reply tokens per call (reserved in the context)")
+    group.add_argument("--context-tokens", type=int, help="the answer LM's context window (default: n_ctx for local "
+                       "models, DSPy's model metadata for remote ones; unknown = not checked)")
     group.add_argument("--timeout", type=float, help="seconds to wait for each remote LM reply (default 120)")
     group.add_argument("--retries", type=int, default=3, help="retries with backoff for a remote LM (DSPy's)")
     group.add_argument("--no-cache", action="store_true", help="bypass DSPy's disk cache of LM calls")

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from hyporag.cli_common import (
+    fit_to_context,
     frozen_from_args,
     program_from_args,
     retriever_from_args,
@@ -83,6 +84,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
         program = frozen_from_args(args, roles)
     else:
         program = program_from_args(args.method, args, retriever_from_args(args, args.method != "cot"), roles)
+    import dspy
+
+    probe = dspy.Example(id="ask", question=args.question, options=options)
+    fit_to_context([probe], lambda example: "--question", {program.method: program}, roles, args)
     started = time.perf_counter()
     prediction = program(question=args.question, options=options)
     seconds = time.perf_counter() - started
@@ -123,6 +128,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         retriever = retriever_from_args(args, any(m != "cot" for m in methods))
         programs = {m: program_from_args(m, args, retriever, roles) for m in methods}
+    planned = len(examples)
+    examples, context_check = fit_to_context(examples, report.where, programs, roles, args)
+    if not examples:
+        raise HyporagError(f"{args.dataset}: no question fits the context of {roles.answer.spec}")
     out = Path(args.out or Path("runs") / Path(args.dataset).stem)
     # what the programs really run with (a --program brings its own budget and answer step, not the flags')
     settings = {"dataset": args.dataset, "dataset_source": report.source, "n": len(examples), "seed": args.seed,
@@ -130,7 +139,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 "reasoning": _shared(programs, "reasoning"),
                 "retriever": getattr(retriever, "mode", None), "dur": args.dur,
                 "index_fingerprint": getattr(retriever, "fingerprint", None),
-                "program": {m: p.settings() for m, p in programs.items()}}
+                "program": {m: p.settings() for m, p in programs.items()},
+                "skipped_too_long": planned - len(examples), "context_check": context_check}
     runner.DEBUG = args.debug
     judge = ContextJudge(roles.judge) if args.dur else None
     result = runner.run_evaluation(programs, examples, out, settings, threads=args.threads, judge=judge)

@@ -81,6 +81,24 @@ def frozen_from_args(args: argparse.Namespace, roles):
     return load_artifact(args.program, retriever_from_args(args, needs_retrieval, manifest["retrieval"]), roles)
 
 
+def fit_to_context(examples: list, where, programs: dict, roles, args: argparse.Namespace) -> tuple[list, str]:
+    """The examples whose largest answer prompt fits the answer LM's window (refused or skipped otherwise), and a
+    note of what was checked for the run's settings."""
+    from hyporag.eval.prompt_fit import check_prompts_fit
+    from hyporag.programs.context_window import context_window
+
+    window = context_window(roles.answer.lm, args.context_tokens, args.api_base)
+    report = check_prompts_fit(examples, where, programs, window, args.max_tokens,
+                               getattr(args, "skip_bad_rows", False))
+    if report.skipped:
+        print(f"skipped {len(report.skipped)} question(s) too long for the context (first: {report.skipped[0]})",
+              file=sys.stderr)
+    if not report.checked:
+        return report.kept, f"not checked: the context window of {window.model} is unknown (give --context-tokens)"
+    counted = "exact" if window.exact else f"estimated at {window.chars_per_token:g} characters a token"
+    return report.kept, f"{window.limit} tokens ({counted}); {len(report.skipped)} question(s) skipped"
+
+
 def select_examples(examples: list, limit: int | None, seed: int) -> list:
     """A seeded shuffle, then the first `limit`: the same questions for every method and every re-run."""
     order = list(examples)

@@ -58,6 +58,13 @@ class PassageStore:
             }
         return [found[int(r)] for r in rows]
 
+    def longest(self, count: int) -> list[Passage]:
+        """The `count` longest passages: the largest context a budget of `count` can put in a prompt."""
+        with self._lock:
+            rows = self._conn.execute("SELECT pid, title, contents FROM passages ORDER BY "
+                                      "LENGTH(title) + LENGTH(contents) DESC LIMIT ?", (count,)).fetchall()
+        return [Passage(*row) for row in rows]
+
     def texts(self, batch_size: int = 2048) -> Iterable[list[str]]:
         """All passage texts in row order, in batches (for embedding)."""
         conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)

@@ -22,10 +22,17 @@ settings.register_profile("shared-ci", deadline=None)
 settings.load_profile("shared-ci")
 
 
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory) -> Path:
+    """One assembled model and tokenizer for the whole session (assembling 1.1 GB per test would dominate)."""
+    return tmp_path_factory.mktemp("models")
+
+
 @pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
+def isolated(tmp_path, monkeypatch, model_cache):
     """Each test gets its own cache dir and DSPy settings, with the LM cache off so DummyLM answers are fresh."""
     monkeypatch.setenv("HYPORAG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HYPORAG_MODEL_CACHE_DIR", str(model_cache))
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
     with dspy.context(lm=None, adapter=None, track_usage=False):
         yield
