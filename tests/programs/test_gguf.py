@@ -12,6 +12,12 @@ from hyporag.errors import ModelError
 from hyporag.programs import gguf
 
 
+@pytest.fixture(autouse=True)
+def own_model_cache(monkeypatch):
+    """These tests assemble fake models: they must not share the session's model cache."""
+    monkeypatch.delenv("HYPORAG_MODEL_CACHE_DIR")
+
+
 def fake_gguf(name: str, padding: bytes = b"") -> bytes:
     def string(s: str) -> bytes:
         data = s.encode()
