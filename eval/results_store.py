@@ -97,7 +97,7 @@ class ResultsStore:
                 previous = json.loads(path.read_text(encoding="utf-8"))
             except json.JSONDecodeError:
                 previous = None
-            keys = ("dataset", "lms", "budget", "reasoning", "retriever", "index_fingerprint", "program")
+            keys = ("dataset", "lms", "adapters", "budget", "reasoning", "retriever", "index_fingerprint", "program")
             changed = [k for k in keys if previous is not None and previous.get(k) != self.settings.get(k)]
             if changed:
                 raise HyporagError(f"{path}: this results dir holds a run with different {', '.join(changed)}; "

@@ -34,6 +34,8 @@ def _add_lm_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--timeout", type=float, help="seconds to wait for each remote LM reply (default 120)")
     group.add_argument("--retries", type=int, default=3, help="retries with backoff for a remote LM (DSPy's)")
     group.add_argument("--no-cache", action="store_true", help="bypass DSPy's disk cache of LM calls")
+    group.add_argument("--adapter", choices=("auto", "json", "chat"), default="auto",
+                       help="DSPy adapter: auto = JSON for local models and --api-base servers, ChatAdapter else")
 
 
 def _add_program_args(parser: argparse.ArgumentParser) -> None:

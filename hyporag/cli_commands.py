@@ -135,8 +135,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     out = Path(args.out or Path("runs") / Path(args.dataset).stem)
     # what the programs really run with (a --program brings its own budget and answer step, not the flags')
     settings = {"dataset": args.dataset, "dataset_source": report.source, "n": len(examples), "seed": args.seed,
-                "methods": methods, "lms": roles.specs(), "budget": _shared(programs, "budget"),
-                "reasoning": _shared(programs, "reasoning"),
+                "methods": methods, "lms": roles.specs(), "adapters": roles.adapters(),
+                "budget": _shared(programs, "budget"), "reasoning": _shared(programs, "reasoning"),
                 "retriever": getattr(retriever, "mode", None), "dur": args.dur,
                 "index_fingerprint": getattr(retriever, "fingerprint", None),
                 "program": {m: p.settings() for m, p in programs.items()},

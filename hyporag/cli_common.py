@@ -14,7 +14,8 @@ def roles_from_args(args: argparse.Namespace):
     from hyporag.programs.lm import LMRoles, configure_cache
 
     configure_cache(enabled=not args.no_cache)
-    return LMRoles.from_specs(args.lm, args.hypothesis_lm, args.answer_lm, args.judge_lm, **lm_build_kwargs(args))
+    return LMRoles.from_specs(args.lm, args.hypothesis_lm, args.answer_lm, args.judge_lm, adapter=args.adapter,
+                              **lm_build_kwargs(args))
 
 
 def lm_build_kwargs(args: argparse.Namespace) -> dict:

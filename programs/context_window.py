@@ -81,6 +81,7 @@ def served_context_limit(api_base: str) -> int | None:
     base = api_base.rstrip("/")
     root = base[: -len("/v1")] if base.endswith("/v1") else base
     for url, path in ((f"{base}/models", ("data", 0, "max_model_len")),
+                      (f"{base}/models", ("data", 0, "meta", "n_ctx")),
                       (f"{root}/props", ("default_generation_settings", "n_ctx"))):
         try:
             with urllib.request.urlopen(url, timeout=3) as response:

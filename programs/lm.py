@@ -78,9 +78,18 @@ def is_local(lm: dspy.BaseLM) -> bool:
     return str(getattr(lm, "model", "")).startswith("local/")
 
 
-def adapter_for(lm: dspy.BaseLM) -> dspy.Adapter:
-    """JSON schema for local GGUF models (small models break free-text formats), DSPy's default otherwise."""
-    return dspy.JSONAdapter() if is_local(lm) else dspy.ChatAdapter()
+ADAPTERS = ("auto", "json", "chat")
+
+
+def adapter_for(lm: dspy.BaseLM, choice: str = "auto") -> dspy.Adapter:
+    """`auto`: JSON for local GGUF models and for self-hosted OpenAI-compatible servers (an `api_base`: llama.cpp,
+    vLLM, Ollama), whose small models break ChatAdapter's `[[ ## field ## ]]` format (a 1.5B writes
+    `[[ ## answer ## ]] = 'A'`, and DSPy's JSON retry doubles the calls); DSPy's ChatAdapter for hosted APIs."""
+    if choice not in ADAPTERS:
+        raise ModelError(f"unknown adapter {choice!r}: use one of {', '.join(ADAPTERS)}")
+    if choice == "auto":
+        choice = "json" if is_local(lm) or (getattr(lm, "kwargs", None) or {}).get("api_base") else "chat"
+    return dspy.JSONAdapter() if choice == "json" else dspy.ChatAdapter()
 
 
 @dataclass
@@ -115,7 +124,7 @@ class LMRoles:
 
     @classmethod
     def from_specs(cls, lm: str = DEFAULT_LM, hypothesis_lm: str | None = None, answer_lm: str | None = None,
-                   judge_lm: str | None = None, **build_kwargs: Any) -> LMRoles:
+                   judge_lm: str | None = None, adapter: str = "auto", **build_kwargs: Any) -> LMRoles:
         """Roles from CLI flags: `--lm` for all, each role flag overriding it; one LM object per distinct spec."""
         built: dict[str, dspy.BaseLM] = {}
 
@@ -123,9 +132,13 @@ class LMRoles:
             spec = spec or lm
             if spec not in built:
                 built[spec] = build_lm(spec, **build_kwargs)
-            return RoleLM(spec, built[spec], adapter_for(built[spec]))
+            return RoleLM(spec, built[spec], adapter_for(built[spec], adapter))
 
         return cls(role(hypothesis_lm), role(answer_lm), role(judge_lm))
 
     def specs(self) -> dict[str, str]:
         return {name: getattr(self, name).spec for name in ROLES}
+
+    def adapters(self) -> dict[str, str]:
+        """Which DSPy adapter formats each role's prompts (it changes every prompt, so runs record it)."""
+        return {name: type(getattr(self, name).adapter).__name__ for name in ROLES}
