@@ -95,10 +95,13 @@ def run_evaluation(programs: dict[str, Callable], examples: Sequence[dspy.Exampl
         todo = [(m, e) for e in examples for m in programs if (e.id, m) not in done]
         total = len(examples) * len(programs)
         bar = tqdm(total=total, initial=total - len(todo), desc="eval", unit="answer", disable=not progress)
-        for _, row in run_parallel(lambda task: run_one(programs[task[0]], task[1], task[0], judge), todo, threads):
-            store.append(row)
-            bar.update(1)
-        bar.close()
+        try:
+            for _, row in run_parallel(lambda task: run_one(programs[task[0]], task[1], task[0], judge), todo,
+                                       threads):
+                store.append(row)
+                bar.update(1)
+        finally:  # the bar ends its line, so an error after it stands on a line of its own
+            bar.close()
         wanted = {(e.id, m) for e in examples for m in programs}
         rows = [r for r in store.latest() if (r["question_id"], r["method"]) in wanted]
         report = write_report(rows, settings, list(programs), out_dir)

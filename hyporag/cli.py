@@ -144,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--storage", help="journal file path or RDB URL (postgresql://...); default a journal file "
                       "under runs/studies/")
     tune.add_argument("--modes", default=None, help="retriever modes to search, e.g. bm25,dense,hybrid")
+    tune.add_argument("--heartbeat", type=int, default=10, help="RDB storages: seconds between a worker's "
+                      "heartbeats; a trial silent for 3 heartbeats is failed and re-queued once")
     tune.add_argument("--report", action="store_true", help="print the best trials and write history/importance PNGs")
 
     demo = sub.add_parser("demo", help="the main job on embedded defaults, sized to finish in ~5 minutes")

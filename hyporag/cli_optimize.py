@@ -104,7 +104,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
         baseline_params,
         best_trial,
         open_study,
-        recover_stale_trials,
         run_study,
         study_report,
         suggest,
@@ -112,7 +111,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from hyporag.programs.cost import CostMeter
 
     roles = roles_from_args(args)
-    study = open_study(args.study, args.storage, args.seed, Path("runs") / "studies")
+    study = open_study(args.study, args.storage, args.seed, Path("runs") / "studies", heartbeat=args.heartbeat)
     if args.report:
         for row in study_report(study, Path("runs") / "studies"):
             print(f"trial {row['trial']:>3}  {row['value']:.3f}  {row['params']}")
@@ -125,17 +124,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     modes = [m for m in (args.modes.split(",") if args.modes else available) if m in available]
     if not modes:
         raise HyporagError(f"none of the requested retriever modes are in the index (it has {', '.join(available)})")
-    recovered = recover_stale_trials(study)
-    if recovered:
-        print(f"re-queued {recovered} trial(s) left running by a killed worker", file=sys.stderr)
     study.set_user_attr("method", args.method)
-    if not study.trials:
-        study.enqueue_trial(baseline_params(probe.settings(), probe.retriever.mode, modes))
     meter = CostMeter()
     with meter.step("tune"):
         failed = run_study(study, lambda kwargs: _variant(probe, roles, kwargs), val, metric, probe.method, modes,
-                           args.budget, args.trials, threads=args.threads,
-                           log=lambda m: print(m, file=sys.stderr))
+                           probe.budget, args.trials, threads=args.threads, log=lambda m: print(m, file=sys.stderr),
+                           baseline=baseline_params(probe.settings(), probe.retriever.mode, modes))
     cost = meter.roles["tune"]
     if failed:
         print(f"{failed} trial(s) failed with every question erroring (their first error is shown above)",
@@ -147,7 +141,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         import optuna
 
         program = _variant(probe, roles, suggest(optuna.trial.FixedTrial(best.params), probe.method, modes,
-                                                 args.budget))
+                                                 probe.budget))
         save_artifact(args.out, program, program.retriever, roles.specs(), {
             "optimizer": {"name": "optuna-tpe", "study": args.study, "trials": len(study.trials), "seed": args.seed,
                           "best_params": best.params},

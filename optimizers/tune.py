@@ -9,53 +9,24 @@ queued again, so a re-run of the same command finishes the study.
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from hyporag.errors import HyporagError
-from hyporag.processes import pid_alive
+from hyporag.optimizers.study_storage import (
+    claim,
+    heartbeat,
+    open_study,
+    quiet_optuna,
+    recover_stale_trials,
+    worker_id,
+)
+
+__all__ = ["best_trial", "open_study", "recover_stale_trials", "run_study", "score_trial", "study_report", "suggest"]
 
 SEARCH_SPACES = ("chr", "hcqr")
-
-
-def open_study(name: str, storage: str | None, seed: int, directory: Path):
-    import optuna
-
-    if storage is None or not storage.strip():
-        directory.mkdir(parents=True, exist_ok=True)
-        from optuna.storages.journal import JournalFileBackend
-
-        backend = optuna.storages.JournalStorage(JournalFileBackend(str(directory / f"{name}.journal")))
-    elif "://" in storage:
-        backend = storage
-    else:
-        from optuna.storages.journal import JournalFileBackend
-
-        backend = optuna.storages.JournalStorage(JournalFileBackend(storage))
-    return optuna.create_study(study_name=name, storage=backend, load_if_exists=True, direction="maximize",
-                               sampler=optuna.samplers.TPESampler(seed=seed),
-                               pruner=optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1))
-
-
-def recover_stale_trials(study) -> int:
-    """Fail RUNNING trials whose worker process on this host is gone, and queue their parameters again."""
-    from optuna.trial import TrialState
-
-    host = socket.gethostname()
-    recovered = 0
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        worker = str(trial.user_attrs.get("worker", ""))
-        worker_host, _, pid = worker.rpartition(":")
-        if worker_host != host or not pid.isdigit() or pid_alive(int(pid)):
-            continue
-        study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
-        if trial.params:
-            study.enqueue_trial(trial.params, skip_if_exists=False)
-        recovered += 1
-    return recovered
 
 
 def suggest(trial, method: str, modes: list[str], budget: int) -> dict[str, Any]:
@@ -116,6 +87,7 @@ class TrialFailed(Exception):
     first error in its `error` attribute and printed, and the study goes on."""
 
 
+
 def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1, report_every: int = 5) -> float:
     """Mean metric over `valset`, run `report_every` questions at a time (in `threads`) so the pruner can stop a
     hopeless trial between chunks. Errors score 0 and are counted in the trial's `errors` attribute."""
@@ -151,28 +123,53 @@ def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1
 
 
 def run_study(study, make: Callable[[dict], Callable], valset: list, metric, method: str, modes: list[str],
-              budget: int, trials: int, threads: int = 1, report_every: int = 5, log=print) -> int:
-    """Run trials until the study holds `trials` finished ones; returns how many trials failed in this run."""
+              budget: int, trials: int, threads: int = 1, report_every: int = 5, log=print,
+              baseline: dict | None = None, poll_seconds: float = 1.0) -> int:
+    """Run trials until the study holds `trials` finished ones; returns how many failed in this worker.
+
+    Several workers may run this on one study at once: each claims a trial only while finished + running trials
+    are fewer than `trials` (under `claim`), and waits while the rest are running elsewhere, taking over a dead
+    worker's trial when it is re-queued. `baseline` (the untuned program) is queued once, as the first trial.
+    A worker whose own trials failed `trials` times stops: a broken program fails every trial alike."""
+    import optuna
     from optuna.trial import TrialState
 
     failed = 0
-
-    def objective(trial) -> float:
-        nonlocal failed
-        trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
-        program = make(suggest(trial, method, modes, budget))
-        try:
-            return score_trial(program, valset, metric, trial, threads, report_every)
-        except TrialFailed as exc:
-            failed += 1
-            log(f"hyporag: {exc}")
-            raise
-
-    finished = (TrialState.COMPLETE, TrialState.PRUNED)
-    remaining = trials - len(study.get_trials(deepcopy=False, states=finished))
-    if remaining > 0:
-        study.optimize(objective, n_trials=remaining, show_progress_bar=True, catch=(TrialFailed,))
-    return failed
+    while True:
+        with claim(study):
+            recovered = recover_stale_trials(study)
+            if recovered:
+                log(f"hyporag: re-queued {recovered} trial(s) left running by a dead worker")
+            if baseline is not None and not study.trials:
+                study.enqueue_trial(baseline)
+            states = [t.state for t in study.get_trials(deepcopy=False)]
+            finished = states.count(TrialState.COMPLETE) + states.count(TrialState.PRUNED)
+            if finished >= trials or failed >= trials:  # done, or as broken as it is going to get
+                return failed
+            busy = finished + states.count(TrialState.RUNNING) >= trials
+            with quiet_optuna():
+                trial = None if busy else study.ask()
+        if trial is None:  # the last trials are running in other workers: wait for them (or for their retry)
+            time.sleep(poll_seconds)
+            continue
+        trial.set_user_attr("worker", worker_id())
+        with heartbeat(study, trial):
+            try:
+                value = score_trial(make(suggest(trial, method, modes, budget)), valset, metric, trial, threads,
+                                    report_every)
+            except optuna.TrialPruned:
+                study.tell(trial, state=TrialState.PRUNED)
+                continue
+            except TrialFailed as exc:
+                failed += 1
+                log(f"hyporag: {exc}")
+                study.tell(trial, state=TrialState.FAIL)
+                continue
+            except BaseException:
+                study.tell(trial, state=TrialState.FAIL)
+                raise
+        study.tell(trial, value)
+        log(f"trial {trial.number}: {value:.3f} with {trial.params}")
 
 
 def study_report(study, out_dir: Path, top: int = 5) -> list[dict]:

@@ -1,0 +1,80 @@
+"""The backend swap against a real llama.cpp HTTP server on 127.0.0.1 (the embedded model, served by xllamacpp):
+answers, calls and tokens as in-process, a server killed mid-run, and the resumed run. Marked: runs the model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from hyporag.cli import main
+from hyporag.programs.gguf import DEFAULT_MODEL, resolve_model_path
+from tests.conftest import SHARED
+from tests.llama_server import ALIAS, free_port, llama_server
+
+pytestmark = [pytest.mark.local_lm, pytest.mark.skipif(SHARED is None, reason="needs ../shared/data")]
+
+COMMON = ["--dataset", "mmlu-med-dev", "--limit", "2", "--budget", "2", "--corpus", "openstax", "--max-tokens", "200"]
+
+
+def rows_of(out):
+    return {(r["method"], r["question_id"]): r for r in map(json.loads, (out / "results.jsonl").open())}
+
+
+def test_served_model_matches_in_process_and_reports_calls_and_tokens(tmp_path):
+    index = ["--index-dir", str(tmp_path / "index")]
+    with llama_server(resolve_model_path(DEFAULT_MODEL)) as (_, api_base):
+        served = tmp_path / "served"
+        assert main(["eval", "--methods", "cot,chr", *COMMON, *index, "--out", str(served), "--lm",
+                     f"openai/{ALIAS}", "--api-base", api_base, "--api-key", "none", "--no-cache"]) == 0
+    rows = rows_of(served)
+    assert len(rows) == 4
+    for (method, _), row in rows.items():
+        assert row["error"] is None and not row["parse_failure"] and row["answer"] in "ABCD"
+        assert row["calls"] == (1 if method == "cot" else 2)  # one call per step: no adapter retry
+        assert row["input_tokens"] > 0 and row["output_tokens"] > 0
+    settings = json.loads((served / "run.json").read_text())
+    assert settings["adapters"]["answer"] == "JSONAdapter" and settings["context_check"].startswith("8192 tokens")
+
+    local = tmp_path / "local"
+    assert main(["eval", "--methods", "cot", *COMMON, *index, "--out", str(local), "--no-cache"]) == 0
+    in_process = rows_of(local)
+    # temperature 0, the same prompts and the same weights: the same letter for every question
+    assert {q: r["answer"] for (m, q), r in rows.items() if m == "cot"} == {
+        q: r["answer"] for (_, q), r in in_process.items()}
+    assert {q: r["input_tokens"] for (m, q), r in rows.items() if m == "cot"} == {
+        q: r["input_tokens"] for (_, q), r in in_process.items()}
+
+
+def test_server_killed_mid_run_exits_3_keeping_rows_and_the_rerun_resumes(tmp_path):
+    model, port = resolve_model_path(DEFAULT_MODEL), free_port()
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "hyporag.cli", "eval", "--methods", "cot", "--dataset", "mmlu-med-dev",
+               "--limit", "6", "--corpus", "openstax", "--index-dir", str(tmp_path / "index"), "--out", str(out),
+               "--lm", f"openai/{ALIAS}", "--api-base", f"http://127.0.0.1:{port}/v1", "--api-key", "none",
+               "--retries", "0", "--no-cache"]
+    env = {**os.environ, "HYPORAG_CACHE_DIR": str(tmp_path / "cache")}
+    with llama_server(model, port) as (server, _):
+        run = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        rows_file, deadline = out / "results.jsonl", time.time() + 300
+        while time.time() < deadline and (not rows_file.exists() or not rows_file.read_text().strip()):
+            time.sleep(0.1)
+        server.send_signal(signal.SIGKILL)  # the server dies while the run is asking its next question
+        _, err = run.communicate(timeout=300)
+    assert run.returncode == 3, err
+    assert "LM backend" in err.strip().splitlines()[-1]
+    kept = [json.loads(line) for line in rows_file.read_text().splitlines()]
+    finished = [r for r in kept if not r["error"]]
+    assert 1 <= len(finished) < 6
+    with llama_server(model, port):
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in rows_file.read_text().splitlines()]
+    assert len({r["question_id"] for r in rows if not r["error"]}) == 6
+    redone = rows[len(kept):]
+    assert {r["question_id"] for r in redone}.isdisjoint({r["question_id"] for r in finished})  # not recomputed
