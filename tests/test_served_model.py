@@ -78,3 +78,29 @@ def test_server_killed_mid_run_exits_3_keeping_rows_and_the_rerun_resumes(tmp_pa
     assert len({r["question_id"] for r in rows if not r["error"]}) == 6
     redone = rows[len(kept):]
     assert {r["question_id"] for r in redone}.isdisjoint({r["question_id"] for r in finished})  # not recomputed
+
+
+def test_over_long_question_is_refused_before_the_embedded_model_runs(tmp_path, capsys):
+    question = "A patient presents with these findings. " + "Serum sodium is low and potassium is high. " * 900
+    code = main(["ask", "--question", question, "--option", "A=Addison disease", "--option", "B=Cushing syndrome",
+                 "--method", "cot"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0
+    assert "--question: question is" in err and "the model's context is 8192" in err
+
+
+def test_token_counts_bound_what_llama_cpp_processes(tmp_path):
+    """The pre-call check counts with the model's own tokenizer: never below what llama.cpp reports, and close."""
+    from hyporag.eval.datasets import load_benchmark
+    from hyporag.eval.prompt_fit import PromptFit
+    from hyporag.programs import make_program
+    from hyporag.programs.context_window import context_window
+    from hyporag.programs.lm import LMRoles
+
+    roles = LMRoles.from_specs(cache=False)
+    program = make_program("cot", roles=roles)
+    fit = PromptFit(program, context_window(roles.answer.lm), reply_tokens=0)
+    for example in load_benchmark("mmlu-med-dev").examples[:2]:
+        counted = fit.needed(example.question, example.options)[1]
+        processed = program(question=example.question, options=example.options).cost["input_tokens"]
+        assert processed <= counted <= 1.1 * processed + 20

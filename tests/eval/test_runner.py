@@ -75,6 +75,15 @@ def test_lock_left_by_a_killed_run_is_free(tmp_path):
         assert store.rows == []
 
 
+def test_a_takeover_cannot_steal_a_lock_held_by_a_live_run(tmp_path):
+    """The race of two takeovers, made deterministic: run B read the stale pid before run A took the lock, so B
+    acts on what it read. A lock judged by the pid written in a file lets B in beside A; a kernel lock does not."""
+    with ResultsStore(tmp_path / "run", SETTINGS):  # run A holds the lock
+        (tmp_path / "run" / ".lock").write_text("999999999")  # what B saw: a dead writer's pid
+        with pytest.raises(HyporagError, match="another evaluation"), ResultsStore(tmp_path / "run", SETTINGS):
+            pass
+
+
 TAKE_LOCK = r"""
 import sys, time
 from hyporag.errors import HyporagError
