@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from itertools import combinations
 
-from hyporag.eval.judge import LABELS
 from hyporag.eval.paired import paired_comparison
+from hyporag.judge_labels import LABELS
 
 
 def _by_method(rows: list[dict]) -> dict[str, dict[str, dict]]:

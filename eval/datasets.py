@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from hyporag.errors import DataError
 from hyporag.eval.records import LETTERS, LoadReport, load_records, make_example, record_to_example
+from hyporag.hub import hub_load
 from hyporag.paths import data_root
 
 MMLU_MED_SUBJECTS = (
@@ -37,22 +37,8 @@ class Benchmark:
     hub_hint: str = ""
 
 
-def _hub_load(*args: Any, **kwargs: Any):
-    try:
-        import datasets
-    except ImportError as exc:  # pragma: no cover - datasets is a declared dependency
-        raise DataError("the 'datasets' package is needed to load from the Hugging Face hub") from exc
-    try:
-        return datasets.load_dataset(*args, **kwargs)
-    except Exception as exc:  # network, auth, or a missing dataset: one line for the user
-        raise DataError(
-            f"could not load {args[0]!r} from the Hugging Face hub ({type(exc).__name__}: {str(exc)[:160]}); "
-            "set HYPORAG_DATA_DIR or pass --data-dir to use a local copy"
-        ) from None
-
-
 def _medqa_hub() -> list:
-    rows = _hub_load("GBaker/MedQA-USMLE-4-options", split="test")
+    rows = hub_load("GBaker/MedQA-USMLE-4-options", split="test")
     return [
         record_to_example({"question": r["question"], "options": r["options"], "answer": r["answer_idx"]}, f"{i:04d}")
         for i, r in enumerate(rows)
@@ -63,7 +49,7 @@ def _mmlu_hub(split: str, tag: str) -> Callable[[], list]:
     def load() -> list:
         examples = []
         for subject in MMLU_MED_SUBJECTS:
-            for i, r in enumerate(_hub_load("cais/mmlu", subject, split=split)):
+            for i, r in enumerate(hub_load("cais/mmlu", subject, split=split)):
                 options = dict(zip(LETTERS, r["choices"], strict=False))
                 qid = f"{subject}-{tag}{i:03d}"
                 examples.append(make_example(r["question"], options, LETTERS[int(r["answer"])], qid, subject=subject))
@@ -73,7 +59,7 @@ def _mmlu_hub(split: str, tag: str) -> Callable[[], list]:
 
 
 def _medmcqa_hub() -> list:
-    rows = _hub_load("openlifescienceai/medmcqa", split="validation")
+    rows = hub_load("openlifescienceai/medmcqa", split="validation")
     return [
         record_to_example(
             {"question": r["question"], "options": [r["opa"], r["opb"], r["opc"], r["opd"]],

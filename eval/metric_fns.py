@@ -11,6 +11,7 @@ from collections.abc import Callable
 import dspy
 
 from hyporag.errors import ConfigError
+from hyporag.judge_labels import DECISION_USEFUL
 
 METRICS = ("accuracy", "dur", "combined")
 
@@ -33,7 +34,7 @@ def make_metric(name: str, judge: Callable | None = None) -> Callable:
         if not passages:
             return 0.0, "NotUseful", "no passages were retrieved"
         verdict = judge(question=example.question, options=example.options, answer=example.answer, passages=passages)
-        return float(verdict.label in ("Entailed", "Useful")), verdict.label, verdict.reason
+        return float(verdict.label in DECISION_USEFUL), verdict.label, verdict.reason
 
     def dur(example, prediction, trace=None) -> float:
         return utility(example, prediction)[0]

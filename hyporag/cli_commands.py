@@ -111,8 +111,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from hyporag.eval import runner
     from hyporag.eval.ci_gate import check_bars, parse_bars, write_junit
     from hyporag.eval.datasets import load_benchmark
-    from hyporag.eval.judge import ContextJudge
     from hyporag.eval.report import markdown
+    from hyporag.programs.judge import ContextJudge
 
     bars = parse_bars(args.fail_under)
     report = load_benchmark(args.dataset, args.data_dir, skip_bad_rows=args.skip_bad_rows)

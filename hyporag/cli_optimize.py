@@ -40,8 +40,8 @@ def _splits(args: argparse.Namespace) -> tuple[list, list, dict]:
 
 
 def _metric(args: argparse.Namespace, roles):
-    from hyporag.eval.judge import ContextJudge
     from hyporag.eval.metric_fns import make_metric
+    from hyporag.programs.judge import ContextJudge
 
     return make_metric(args.metric, ContextJudge(roles.judge) if args.metric != "accuracy" else None)
 

@@ -130,12 +130,12 @@ def load_corpus(name_or_path: str, data_dir: str | Path | None = None) -> Corpus
 
 def _hub_corpus(name: str) -> Corpus:
     """Materialise a hub corpus once as JSONL in the cache, so it streams and fingerprints like a local one."""
-    from hyporag.eval.datasets import _hub_load
+    from hyporag.hub import hub_load
     from hyporag.paths import cache_dir
 
     target = cache_dir("corpora") / f"{name}.jsonl"
     if not target.exists():
-        rows = _hub_load(HUB_CORPORA[name], split="train")
+        rows = hub_load(HUB_CORPORA[name], split="train")
         partial = target.with_suffix(".partial")
         with partial.open("w", encoding="utf-8") as out:
             for r in rows:

@@ -11,10 +11,10 @@ from hyporag.errors import HyporagError
 from hyporag.eval import analysis
 from hyporag.eval.ci_gate import check_bars, parse_bars, write_junit
 from hyporag.eval.evidence import option_evidence
-from hyporag.eval.judge import ContextJudge
 from hyporag.eval.paired import mcnemar_exact, paired_comparison
 from hyporag.eval.runner import run_evaluation
 from hyporag.programs import make_program
+from hyporag.programs.judge import ContextJudge
 from hyporag.programs.lm import LMRoles
 
 

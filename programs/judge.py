@@ -10,12 +10,11 @@ from collections.abc import Sequence
 
 import dspy
 
+from hyporag.judge_labels import LABELS
 from hyporag.programs.answer_step import format_context
 from hyporag.programs.cost import CostMeter
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import JudgeContextUtility, format_options
-
-LABELS = ("Entailed", "Useful", "NotUseful")
 
 
 class ContextJudge(dspy.Module):

@@ -1,0 +1,66 @@
+"""Imports run one way: base utilities < retrieval, signatures < programs (the judge among them) < eval <
+optimizers < the CLI and public API. A lower layer never imports a higher one, not even inside a function."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = {"signatures": "hyporag.signatures", "programs": "hyporag.programs", "retrieval": "hyporag.retrieval",
+           "eval": "hyporag.eval", "optimizers": "hyporag.optimizers", "hyporag": "hyporag"}
+BASE = {"errors", "paths", "atomic", "manifests", "processes", "hub", "judge_labels"}
+RANK = {"base": 0, "retrieval": 1, "signatures": 1, "programs": 2, "eval": 3, "optimizers": 4, "cli": 5}
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] != "hyporag":
+        return "external"
+    if len(parts) == 1:
+        return "cli"  # hyporag/__init__: the public API, on top
+    if parts[1] in RANK and parts[1] not in ("base", "cli"):
+        return parts[1]
+    return "base" if parts[1] in BASE else "cli"
+
+
+def modules():
+    for folder, package in FOLDERS.items():
+        for path in sorted((ROOT / folder).glob("*.py")):
+            name = package if path.stem == "__init__" else f"{package}.{path.stem}"
+            yield name, path
+
+
+def imported(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return {n for n in names if n.startswith("hyporag")}
+
+
+def test_no_import_runs_up_the_layers():
+    upward = []
+    for name, path in modules():
+        mine = layer(name)
+        for target in imported(path):
+            theirs = layer(target)
+            same_rank_other = RANK[theirs] == RANK[mine] and theirs != mine and mine != "base"
+            if RANK[theirs] > RANK[mine] or same_rank_other:
+                upward.append(f"{path.relative_to(ROOT)} ({mine}) imports {target} ({theirs})")
+    assert not upward, "\n".join(upward)
+
+
+def test_the_lm_free_report_does_not_import_dspy():
+    code = "import sys, hyporag.eval.report; assert 'dspy' not in sys.modules, 'dspy imported'; print('ok')"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.strip() == "ok", proc.stderr[-500:]
+
+
+def test_every_module_is_small():
+    big = [f"{p.relative_to(ROOT)}: {n}" for _, p in modules() if (n := len(p.read_text().splitlines())) > 300]
+    assert not big, big
