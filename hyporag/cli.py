@@ -8,10 +8,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from hyporag.cli_commands import cmd_ask, cmd_data_list, cmd_demo, cmd_eval, cmd_index_build, cmd_report
+from hyporag.cli_fit import cmd_fit
 from hyporag.cli_optimize import cmd_compile, cmd_tune
 from hyporag.errors import HyporagError
+from hyporag.programs.registry import CONFIGS
+from hyporag.retrieval.dense import FAISS_KINDS
+from hyporag.retrieval.retriever import MODES
+from hyporag.run_config import PROJECT_FILE, RunConfig, build_run_config, read_project_file
 
 
 def _add_data_args(parser: argparse.ArgumentParser) -> None:
@@ -19,50 +25,57 @@ def _add_data_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_lm_args(parser: argparse.ArgumentParser) -> None:
-    from hyporag.programs.lm import DEFAULT_LM
-
     group = parser.add_argument_group("language models (DSPy/LiteLLM strings or local:<alias|file.gguf>)")
-    group.add_argument("--lm", default=DEFAULT_LM, help=f"every role (default {DEFAULT_LM})")
+    group.add_argument("--lm", help="every role (default local:qwen2.5-coder-1.5b)")
     group.add_argument("--hypothesis-lm", help="hypotheses, rewrites, pseudo-documents, reranking")
     group.add_argument("--answer-lm", help="the answer step")
     group.add_argument("--judge-lm", help="the DUR judge")
-    group.add_argument("--api-base", help="OpenAI-compatible server URL (vLLM, Ollama, ...)")
+    group.add_argument("--api-base", help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp, ...)")
     group.add_argument("--api-key", help="API key (default: the provider's environment variable)")
-    group.add_argument("--max-tokens", type=int, default=512, help="reply tokens per call (reserved in the context)")
+    group.add_argument("--max-tokens", type=int, help="reply tokens per call, reserved in the context (default 512)")
     group.add_argument("--context-tokens", type=int, help="the answer LM's context window (default: n_ctx for local "
-                       "models, DSPy's model metadata for remote ones; unknown = not checked)")
+                       "models, the server's or DSPy's model metadata for remote ones; unknown = not checked)")
     group.add_argument("--timeout", type=float, help="seconds to wait for each remote LM reply (default 120)")
-    group.add_argument("--retries", type=int, default=3, help="retries with backoff for a remote LM (DSPy's)")
-    group.add_argument("--no-cache", action="store_true", help="bypass DSPy's disk cache of LM calls")
-    group.add_argument("--adapter", choices=("auto", "json", "chat"), default="auto",
-                       help="DSPy adapter: auto = JSON for local models and --api-base servers, ChatAdapter else")
+    group.add_argument("--retries", type=int, help="retries with backoff for a remote LM (DSPy's; default 3)")
+    group.add_argument("--no-cache", action="store_const", const=True, help="bypass DSPy's disk cache of LM calls")
+    group.add_argument("--adapter", choices=("auto", "json", "chat"),
+                       help="DSPy adapter: auto (default) = JSON for local models and --api-base servers, else Chat")
 
 
 def _add_program_args(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("retrieval and program")
+    group = parser.add_argument_group("retrieval")
     group.add_argument("--corpus", help="corpus name or JSONL path/dir (default: a --program's own corpus, else "
                        "medcorp-local)")
     group.add_argument("--index-dir", help="index directory (default: the cache's indexes/<corpus>-<source hash>)")
-    group.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), help="default: whatever the index holds")
-    group.add_argument("--faiss", default="flat", choices=("flat", "hnsw", "ivf"))
-    group.add_argument("--budget", type=int, default=15, help="final context size B in passages (paper: 15)")
-    group.add_argument("--reasoning", action="store_true", help="answer with step-by-step reasoning first")
-    group.add_argument("--options-visible", dest="sees_options", action="store_const", const=True, default=None,
+    group.add_argument("--retriever", choices=MODES, help="default: whatever the index holds")
+    group.add_argument("--faiss", choices=FAISS_KINDS, help="FAISS index kind for dense search (default flat)")
+    group.add_argument("--rrf-k", type=int, help="reciprocal-rank-fusion constant for hybrid retrieval (default 60)")
+    group = parser.add_argument_group("program settings (each applies to the methods that have it)")
+    group.add_argument("--options-visible", dest="retrieval_sees_options", action="store_const", const=True,
                        help="let retrieval see the options (default: per method; HCQR/CHR do, baselines do not)")
-    group.add_argument("--question-only", dest="sees_options", action="store_const", const=False,
+    group.add_argument("--question-only", dest="retrieval_sees_options", action="store_const", const=False,
                        help="MIRAGE's rule: retrieval sees the question only")
-    group.add_argument("--lam", type=float, default=1.0, help="CHR's fixed λ (or lam_max of an adaptive schedule)")
-    group.add_argument("--schedule", choices=("fixed", "linear", "threshold", "sigmoid"), default="fixed",
-                       help="CHR's λ schedule over cos(H+, H-)")
-    group.add_argument("--per-query-k", type=int, help="HCQR: passages retrieved per query before the merge")
-    group.add_argument("--merge-policy", choices=("round_robin", "score"), default="round_robin")
-    group.add_argument("--hyde-docs", type=int, default=1, help="HyDE: hypothetical documents per question")
-    group.add_argument("--rrf-k", type=int, default=60, help="reciprocal-rank-fusion constant for hybrid retrieval")
+    seen: set[str] = set()
+    for config in CONFIGS:  # every method's config declares its own flags
+        for name, spec in config.cli_flags().items():
+            if name not in seen:
+                seen.add(name)
+                group.add_argument(name, **spec)
+
+
+def _add_run_args(parser: argparse.ArgumentParser, dataset_help: str) -> None:
+    parser.add_argument("--dataset", help=dataset_help)
+    parser.add_argument("--limit", type=int, help="first N questions after a seeded shuffle")
+    parser.add_argument("--seed", type=int, help="shuffle and split seed (default 0)")
+    parser.add_argument("--threads", type=int, help="questions answered at once (default 1)")
+    parser.add_argument("--skip-bad-rows", action="store_const", const=True,
+                        help="skip (and count) bad rows and over-long questions instead of stopping")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hyporag", description=__doc__)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--config", help=f"project file (default ./{PROJECT_FILE} when it exists)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     data = sub.add_parser("data", help="datasets and corpora")
@@ -88,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_program_args(ask)
     ask.add_argument("--question", required=True)
     ask.add_argument("--option", action="append", default=[], metavar="LETTER=TEXT", required=True)
-    ask.add_argument("--method", default="rag")
+    ask.add_argument("--method", help="default rag (or the --program's own)")
     ask.add_argument("--json", action="store_true", help="print the full prediction as JSON")
     ask.add_argument("--program", help="a frozen artifact directory (from `hyporag compile`/`tune --out`)")
 
@@ -96,15 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_args(ev)
     _add_lm_args(ev)
     _add_program_args(ev)
-    ev.add_argument("--dataset", required=True, help="benchmark name or a .jsonl/.csv path")
-    ev.add_argument("--methods", default="cot,rag")
-    ev.add_argument("--limit", type=int, help="first N questions after a seeded shuffle")
-    ev.add_argument("--seed", type=int, default=0)
-    ev.add_argument("--threads", type=int, default=1)
+    _add_run_args(ev, "benchmark name or a .jsonl/.csv path (required here or in the project file)")
+    ev.add_argument("--methods", help="comma-separated methods (default cot,rag)")
     ev.add_argument("--out", help="results directory (default runs/<dataset>)")
-    ev.add_argument("--skip-bad-rows", action="store_true")
     ev.add_argument("--program", help="evaluate a frozen artifact directory (its method; --methods is ignored)")
-    ev.add_argument("--dur", action="store_true", help="judge each context (Entailed/Useful/NotUseful) with --judge-lm")
+    ev.add_argument("--dur", action="store_const", const=True,
+                    help="judge each context (Entailed/Useful/NotUseful) with --judge-lm")
     ev.add_argument("--fail-under", action="append", default=[], metavar="METHOD=ACC",
                     help="exit 1 when METHOD's accuracy is below ACC (repeatable): a CI gate")
     ev.add_argument("--junit", metavar="PATH", help="write a JUnit XML file, one test case per method")
@@ -113,51 +123,61 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("run_dir", help="the --out directory of `hyporag eval`")
 
     for name, helptext in (("compile", "tune a program's prompts with a DSPy teleprompter and freeze it"),
-                           ("tune", "tune λ / schedule / k / merge / retriever with a resumable Optuna study")):
+                           ("tune", "tune λ / schedule / k / merge / retriever with a resumable Optuna study"),
+                           ("fit", "index, split, tune, compile, freeze and evaluate a program for a new domain")):
         opt = sub.add_parser(name, help=helptext)
         _add_data_args(opt)
         _add_lm_args(opt)
         _add_program_args(opt)
-        opt.add_argument("--method", required=True)
-        opt.add_argument("--dataset", default="medqa-dev", help="dev set to split into train and validation")
-        opt.add_argument("--val-fraction", type=float, default=0.3)
-        opt.add_argument("--trainset", help="explicit train set (name or file) instead of splitting --dataset")
-        opt.add_argument("--valset", help="explicit validation set (name or file)")
-        opt.add_argument("--limit", type=int, help="use only the first N questions of the dev set (seeded shuffle)")
-        opt.add_argument("--seed", type=int, default=0)
-        opt.add_argument("--threads", type=int, default=1)
+        _add_run_args(opt, "dev set to split (default medqa-dev); never a test split")
+        opt.add_argument("--method", help="method to optimize (implied by --program)")
         opt.add_argument("--metric", choices=("accuracy", "dur", "combined"), default="accuracy")
         opt.add_argument("--allow-test", action="store_true", help="permit tuning on a test split (don't)")
         opt.add_argument("--program", help="start from a frozen artifact directory")
         opt.add_argument("--out", help="artifact directory to write")
-    comp = sub.choices["compile"]
-    comp.add_argument("--optimizer", choices=("bootstrap", "bootstrap-rs", "mipro", "gepa"), default="bootstrap")
-    comp.add_argument("--auto", choices=("light", "medium", "heavy"), default="light")
-    comp.add_argument("--max-demos", type=int, default=2)
-    comp.add_argument("--max-metric-calls", type=int, help="GEPA: stop after this many program runs instead of an "
-                      "--auto preset (each run is a full program call)")
-    comp.add_argument("--reflection-lm", help="LM that writes new instructions (GEPA's reflection, MIPROv2's prompt "
-                      "model); default the hypothesis LM. A 1.5B model mostly restates the old instruction")
-    tune = sub.choices["tune"]
-    tune.add_argument("--study", required=True)
-    tune.add_argument("--trials", type=int, default=20)
-    tune.add_argument("--storage", help="journal file path or RDB URL (postgresql://...); default a journal file "
-                      "under runs/studies/")
-    tune.add_argument("--modes", default=None, help="retriever modes to search, e.g. bm25,dense,hybrid")
-    tune.add_argument("--heartbeat", type=int, default=10, help="RDB storages: seconds between a worker's "
-                      "heartbeats; a trial silent for 3 heartbeats is failed and re-queued once")
-    tune.add_argument("--report", action="store_true", help="print the best trials and write history/importance PNGs")
+        if name != "fit":
+            opt.add_argument("--val-fraction", type=float, default=0.3)
+            opt.add_argument("--trainset", help="explicit train set (name or file) instead of splitting --dataset")
+            opt.add_argument("--valset", help="explicit validation set (name or file)")
+        if name != "tune":
+            opt.add_argument("--optimizer", choices=("bootstrap", "bootstrap-rs", "mipro", "gepa"),
+                             default="bootstrap")
+            opt.add_argument("--auto", choices=("light", "medium", "heavy"), default="light")
+            opt.add_argument("--max-demos", type=int, default=2)
+            opt.add_argument("--max-metric-calls", type=int, help="GEPA: stop after this many program runs instead "
+                             "of an --auto preset (each run is a full program call)")
+            opt.add_argument("--reflection-lm", help="LM that writes new instructions (GEPA's reflection, "
+                             "MIPROv2's prompt model); default the hypothesis LM")
+        if name != "compile":
+            opt.add_argument("--trials", type=int, default=20 if name == "tune" else 6)
+            opt.add_argument("--storage", help="journal file path or RDB URL (postgresql://...); default a journal "
+                             "file under runs/studies/ (fit: inside --out)")
+            opt.add_argument("--modes", default=None, help="retriever modes to search, e.g. bm25,dense,hybrid")
+            opt.add_argument("--heartbeat", type=int, default=10, help="RDB storages: seconds between a worker's "
+                             "heartbeats; a trial silent for 3 heartbeats is failed and re-queued once")
+    sub.choices["tune"].add_argument("--study", required=True)
+    sub.choices["tune"].add_argument("--report", action="store_true",
+                                     help="print the best trials and write history/importance PNGs")
+    fit = sub.choices["fit"]
+    fit.add_argument("--splits", default="0.5,0.25,0.25", help="train,validation,held-out fractions (seeded)")
+    fit.add_argument("--skip-prompts", action="store_true", help="tune the numbers only (no teleprompter stage)")
 
     demo = sub.add_parser("demo", help="the main job on embedded defaults, sized to finish in ~5 minutes")
     _add_data_args(demo)
-    demo.add_argument("--lm", default=None)
+    demo.add_argument("--lm")
     demo.add_argument("--out", default="runs/demo")
     return parser
 
 
 COMMANDS = {"list": cmd_data_list, "build": cmd_index_build, "ask": cmd_ask, "eval": cmd_eval, "report": cmd_report,
-            "demo": cmd_demo,
-            "compile": cmd_compile, "tune": cmd_tune}
+            "demo": cmd_demo, "compile": cmd_compile, "tune": cmd_tune, "fit": cmd_fit}
+ROUTING = {"command", "data_command", "index_command", "config"}
+
+
+def run_config(args: argparse.Namespace) -> RunConfig:
+    """The run's settings: defaults < project file < the flags given (argparse leaves the others None)."""
+    project, path = read_project_file(Path(args.config) if args.config else None)
+    return build_run_config({k: v for k, v in vars(args).items() if k not in ROUTING}, project, path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     key = getattr(args, "data_command", None) or getattr(args, "index_command", None) or args.command
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        return COMMANDS[key](args)
+        return COMMANDS[key](args, run_config(args))
     except HyporagError as exc:
         if args.debug:
             raise

@@ -8,15 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-from hyporag.cli_common import (
-    fit_to_context,
-    frozen_from_args,
-    program_from_args,
-    retriever_from_args,
-    roles_from_args,
-    select_examples,
-)
+from hyporag.builders import build_program, build_retriever, build_roles, fit_to_context, load_frozen, select_examples
 from hyporag.errors import HyporagError
+from hyporag.run_config import RunConfig
 
 
 def _parse_options(raw: list[str]) -> dict[str, str]:
@@ -44,12 +38,12 @@ def _describe_corpus(corpus) -> tuple[int, str]:
     return corpus.count(), f"{corpus.source} ({len(corpus.files)} files)"
 
 
-def cmd_data_list(args: argparse.Namespace) -> int:
+def cmd_data_list(args: argparse.Namespace, config: RunConfig) -> int:
     from hyporag.eval.datasets import BENCHMARKS, load_benchmark
     from hyporag.retrieval.corpus import CORPORA, load_corpus
 
-    loaders = [("dataset", n, lambda n: _describe_dataset(load_benchmark(n, args.data_dir))) for n in BENCHMARKS]
-    loaders += [("corpus", n, lambda n: _describe_corpus(load_corpus(n, args.data_dir))) for n in CORPORA]
+    loaders = [("dataset", n, lambda n: _describe_dataset(load_benchmark(n, config.data_dir))) for n in BENCHMARKS]
+    loaders += [("corpus", n, lambda n: _describe_corpus(load_corpus(n, config.data_dir))) for n in CORPORA]
     for kind, name, describe in loaders:
         try:
             count, source = describe(name)
@@ -59,35 +53,35 @@ def cmd_data_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_index_build(args: argparse.Namespace) -> int:
+def cmd_index_build(args: argparse.Namespace, config: RunConfig) -> int:
     from hyporag.retrieval import build_index, load_corpus
 
-    corpus = load_corpus(args.corpus, args.data_dir)
+    corpus = load_corpus(config.corpus or "medcorp-local", config.data_dir)
     started = time.perf_counter()
-    directory = build_index(corpus, Path(args.index_dir) if args.index_dir else None, retriever=args.retriever,
-                            embedder_name=args.embedder, faiss_kind=args.faiss, max_seq_length=args.max_seq_length,
-                            force=args.force)
+    directory = build_index(corpus, Path(config.index_dir) if config.index_dir else None,
+                            retriever=args.retriever or "bm25", embedder_name=args.embedder, faiss_kind=config.faiss,
+                            max_seq_length=args.max_seq_length, force=args.force)
     print(f"index ready at {directory} ({time.perf_counter() - started:.1f} s)")
     return 0
 
 
-def cmd_ask(args: argparse.Namespace) -> int:
-    from hyporag.programs.registry import METHODS
+def cmd_ask(args: argparse.Namespace, config: RunConfig) -> int:
+    import dspy
+
+    from hyporag.programs.registry import method_entry
 
     if not args.question.strip():
         raise HyporagError("--question: the question is empty")
     options = _parse_options(args.option)
-    if args.method not in METHODS:
-        raise HyporagError(f"unknown method {args.method!r}: use one of {', '.join(METHODS)}")
-    roles = roles_from_args(args)
-    if args.program:
-        program = frozen_from_args(args, roles)
+    roles = build_roles(config)
+    if config.program:
+        program = load_frozen(config, roles)
     else:
-        program = program_from_args(args.method, args, retriever_from_args(args, args.method != "cot"), roles)
-    import dspy
-
+        method = args.method or "rag"
+        method_entry(method)  # an unknown name is refused before anything loads
+        program = build_program(method, config, build_retriever(config, method != "cot"), roles)
     probe = dspy.Example(id="ask", question=args.question, options=options)
-    fit_to_context([probe], lambda example: "--question", {program.method: program}, roles, args)
+    fit_to_context([probe], lambda example: "--question", {program.method: program}, roles, config)
     started = time.perf_counter()
     prediction = program(question=args.question, options=options)
     seconds = time.perf_counter() - started
@@ -96,59 +90,64 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return 0
     answer = prediction.answer
     print(f"answer: {answer}. {options[answer]}" if answer else "answer: (unparseable reply)")
-    args.method = program.method
     for i, passage in enumerate(prediction.passages, start=1):
         print(f"  [{i}] {passage['id']} ({passage['score']:.3f}): {passage['contents'][:110]}...")
     if prediction.queries:
         print("queries: " + " | ".join(q[:80] for q in prediction.queries))
     cost = prediction.cost
     print(f"cost: {cost['calls']} LM calls, {cost['input_tokens']} input + {cost['output_tokens']} output tokens, "
-          f"{seconds:.1f} s (method {args.method}, retrieval sees options: {prediction.retrieval_sees_options})")
+          f"{seconds:.1f} s (method {program.method}, retrieval sees options: {prediction.retrieval_sees_options})")
     return 0
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
+def cmd_eval(args: argparse.Namespace, config: RunConfig) -> int:
+    if not config.dataset:
+        raise HyporagError("eval: give --dataset (a benchmark name or a .jsonl/.csv path), or set it in hyporag.toml")
+    return evaluate_methods(config, args.fail_under, args.junit)
+
+
+def evaluate_methods(config: RunConfig, fail_under: list[str] | None = None, junit: str | None = None) -> int:
+    """Run the configured methods (or a frozen --program) side by side; the exit status a CI gate reads."""
     from hyporag.eval import runner
     from hyporag.eval.ci_gate import check_bars, parse_bars, write_junit
     from hyporag.eval.datasets import load_benchmark
     from hyporag.eval.report import markdown
     from hyporag.programs.judge import ContextJudge
 
-    bars = parse_bars(args.fail_under)
-    report = load_benchmark(args.dataset, args.data_dir, skip_bad_rows=args.skip_bad_rows)
+    bars = parse_bars(fail_under or [])
+    report = load_benchmark(config.dataset, config.data_dir, skip_bad_rows=config.skip_bad_rows)
     if report.skipped:
         print(f"skipped {len(report.skipped)} bad rows (first: {report.skipped[0]})", file=sys.stderr)
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    examples = select_examples(report.examples, args.limit, args.seed)
-    roles = roles_from_args(args)
-    if args.program:
-        frozen = frozen_from_args(args, roles)
-        retriever, programs = frozen.retriever, {f"{frozen.method}@{Path(args.program).name}": frozen}
-        methods = list(programs)
+    examples = select_examples(report.examples, config.limit, config.seed)
+    roles = build_roles(config)
+    if config.program:
+        frozen = load_frozen(config, roles)
+        retriever, programs = frozen.retriever, {f"{frozen.method}@{Path(config.program).name}": frozen}
     else:
-        retriever = retriever_from_args(args, any(m != "cot" for m in methods))
-        programs = {m: program_from_args(m, args, retriever, roles) for m in methods}
+        methods = config.method_list
+        retriever = build_retriever(config, any(m != "cot" for m in methods))
+        programs = {m: build_program(m, config, retriever, roles) for m in methods}
     planned = len(examples)
-    examples, context_check = fit_to_context(examples, report.where, programs, roles, args)
+    examples, context_check = fit_to_context(examples, report.where, programs, roles, config)
     if not examples:
-        raise HyporagError(f"{args.dataset}: no question fits the context of {roles.answer.spec}")
-    out = Path(args.out or Path("runs") / Path(args.dataset).stem)
+        raise HyporagError(f"{config.dataset}: no question fits the context of {roles.answer.spec}")
+    out = Path(config.out or Path("runs") / Path(config.dataset).stem)
     # what the programs really run with (a --program brings its own budget and answer step, not the flags')
-    settings = {"dataset": args.dataset, "dataset_source": report.source, "n": len(examples), "seed": args.seed,
-                "methods": methods, "lms": roles.specs(), "adapters": roles.adapters(),
+    settings = {"dataset": config.dataset, "dataset_source": report.source, "n": len(examples), "seed": config.seed,
+                "methods": list(programs), "lms": roles.specs(), "adapters": roles.adapters(),
                 "budget": _shared(programs, "budget"), "reasoning": _shared(programs, "reasoning"),
-                "retriever": getattr(retriever, "mode", None), "dur": args.dur,
+                "retriever": getattr(retriever, "mode", None), "dur": config.dur,
                 "index_fingerprint": getattr(retriever, "fingerprint", None),
                 "program": {m: p.settings() for m, p in programs.items()},
                 "skipped_too_long": planned - len(examples), "context_check": context_check}
-    runner.DEBUG = args.debug
-    judge = ContextJudge(roles.judge) if args.dur else None
-    result = runner.run_evaluation(programs, examples, out, settings, threads=args.threads, judge=judge)
+    judge = ContextJudge(roles.judge) if config.dur else None
+    result = runner.run_evaluation(programs, examples, out, settings, threads=config.threads, judge=judge,
+                                   debug=config.debug)
     print(markdown(result))
     print(f"results: {out}/results.jsonl, summary.json, summary.md, summary.csv"
           + "".join(f", {Path(p).name}" for p in result.get("plots", [])))
-    if args.junit:
-        write_junit(args.junit, result["methods"], bars, suite=f"hyporag-eval-{Path(args.dataset).stem}")
+    if junit:
+        write_junit(junit, result["methods"], bars, suite=f"hyporag-eval-{Path(config.dataset).stem}")
     failures = check_bars(result["methods"], bars)
     for failure in failures:
         print(f"hyporag: below bar: {failure}", file=sys.stderr)
@@ -162,7 +161,7 @@ def _shared(programs: dict, key: str):
     return next(iter(values.values())) if len(distinct) == 1 else values
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def cmd_report(args: argparse.Namespace, config: RunConfig) -> int:
     from hyporag.eval.report import markdown, report_from_dir
 
     result = report_from_dir(args.run_dir)
@@ -172,19 +171,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
+def cmd_demo(args: argparse.Namespace, config: RunConfig) -> int:
     """The main job: a small side-by-side run sized for ~5 minutes of a 2-core CPU with the embedded 1.5B."""
     questions, budget, methods = 8, 3, "cot,rag,chr"
     print(f"demo: {questions} mmlu-med-dev questions, methods {methods}, context budget B={budget} passages "
           "(the paper uses 15; on 2 CPU cores the 1.5B model reads ~50 prompt tokens/s, so B=3 keeps this under "
           "5 minutes; re-runs are served from cache)")
-    argv = ["eval", "--dataset", "mmlu-med-dev", "--methods", methods, "--limit", str(questions),
-            "--budget", str(budget), "--out", args.out]
-    if args.lm:
-        argv += ["--lm", args.lm]
-    if args.data_dir:
-        argv += ["--data-dir", args.data_dir]
-    from hyporag.cli import main
-
-    return main(argv)
-
+    demo = config.replace(dataset="mmlu-med-dev", methods=methods, limit=questions, out=args.out,
+                          program_settings={**config.program_settings, "budget": budget})
+    return evaluate_methods(demo)

@@ -40,18 +40,6 @@ def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-def constructor_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
-    """Turn a program's `settings()` back into constructor keyword arguments."""
-    from hyporag.retrieval.lambda_schedule import LambdaSchedule
-
-    kwargs = {k: v for k, v in settings.items() if k != "method"}
-    if "schedule" in kwargs:
-        kwargs["schedule"] = LambdaSchedule(**kwargs["schedule"])
-    if "queries" in kwargs:
-        kwargs["queries"] = tuple(kwargs["queries"])
-    return kwargs
-
-
 def manifest_checksum(manifest: dict[str, Any]) -> str:
     """sha256 of the manifest's canonical JSON without its own checksum: any edit of any field changes it."""
     body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
@@ -128,7 +116,7 @@ def read_artifact_manifest(directory: str | Path) -> dict[str, Any]:
 
 def load_artifact(directory: str | Path, retriever, roles):
     """Rebuild the frozen program on this retriever and these LMs; refuses any mismatch with one line."""
-    from hyporag.programs import make_program
+    from hyporag.programs.registry import make_program, method_config
 
     directory = Path(directory)
     manifest = read_artifact_manifest(directory)
@@ -142,8 +130,9 @@ def load_artifact(directory: str | Path, retriever, roles):
         raise IndexMismatchError(f"{directory}: compiled against an index of corpus fingerprint {wanted[:12]}..., "
                                  f"but the index given has {retriever.fingerprint[:12]}...; use the same corpus")
     try:
-        program = make_program(manifest["method"], retriever=retriever, roles=roles,
-                               **constructor_kwargs(manifest["program_settings"]))
+        config = method_config(manifest["method"], manifest["program_settings"],
+                               source=f"{directory / 'manifest.json'}: program_settings", strict=True)
+        program = make_program(manifest["method"], retriever=retriever, roles=roles, config=config)
     except (TypeError, ValueError) as exc:
         raise ArtifactError(f"{directory / 'manifest.json'}: program_settings do not fit {manifest['method']!r} "
                             f"({exc})") from None

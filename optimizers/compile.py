@@ -32,12 +32,13 @@ class CompileResult:
 
 
 def score(program, examples: list, metric, threads: int = 1) -> float:
-    """Mean metric over examples (a failing example scores 0), as a fraction in [0, 1]."""
-    evaluator = dspy.Evaluate(devset=examples, metric=metric, num_threads=threads, display_progress=True,
-                              failure_score=0.0, provide_traceback=False)
-    result = evaluator(program)
-    # Evaluate's `score` is a percentage rounded to 2 places; the per-example scores give the exact fraction
-    return sum(float(value) for *_, value in result.results) / len(result.results) if result.results else 0.0
+    """Mean metric over examples (a failing example scores 0), as a fraction in [0, 1]: the evaluation loop's own
+    rows, so validation runs exactly as `hyporag eval` does."""
+    from hyporag.eval.evaluate import evaluate
+
+    rows = evaluate({getattr(program, "method", "program"): program}, examples, threads, metric=metric,
+                    progress=True, desc="validation")
+    return sum(r["score"] for r in rows) / len(rows) if rows else 0.0
 
 
 def make_teleprompter(name: str, metric, auto: str = "light", max_demos: int = 4, seed: int = 0, threads: int = 1,

@@ -12,7 +12,6 @@ import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from hyporag.errors import HyporagError
 from hyporag.optimizers.study_storage import (
@@ -23,50 +22,18 @@ from hyporag.optimizers.study_storage import (
     recover_stale_trials,
     worker_id,
 )
+from hyporag.programs.config import ProgramConfig
 
-__all__ = ["best_trial", "open_study", "recover_stale_trials", "run_study", "score_trial", "study_report", "suggest"]
-
-SEARCH_SPACES = ("chr", "hcqr")
-
-
-def suggest(trial, method: str, modes: list[str], budget: int) -> dict[str, Any]:
-    """The search space: program constructor kwargs for this trial."""
-    from hyporag.retrieval.lambda_schedule import LambdaSchedule
-
-    kwargs: dict[str, Any] = {"mode": trial.suggest_categorical("mode", modes)}
-    if method.startswith("chr"):
-        kind = trial.suggest_categorical("schedule", ["fixed", "linear", "threshold", "sigmoid"])
-        if kind == "fixed":
-            schedule = LambdaSchedule("fixed", lam=trial.suggest_float("lam", 0.0, 2.0))
-        else:
-            schedule = LambdaSchedule(kind, lam_min=trial.suggest_float("lam_min", 0.0, 0.5),
-                                      lam_max=trial.suggest_float("lam_max", 0.5, 2.0),
-                                      tau=trial.suggest_float("tau", 0.3, 0.95),
-                                      steepness=trial.suggest_float("steepness", 2.0, 20.0))
-        kwargs["schedule"] = schedule
-    elif method.startswith("hcqr"):
-        kwargs["per_query_k"] = trial.suggest_int("per_query_k", max(1, budget // 3), 2 * budget)
-        kwargs["merge_policy"] = trial.suggest_categorical("merge_policy", ["round_robin", "score"])
-    else:
-        raise HyporagError(f"tune searches {', '.join(SEARCH_SPACES)} programs, not {method!r}")
-    return kwargs
+__all__ = ["best_trial", "open_study", "recover_stale_trials", "run_study", "score_trial", "study_report", "variant"]
 
 
-def baseline_params(settings: dict[str, Any], default_mode: str, modes: list[str]) -> dict[str, Any]:
-    """The program's own settings as Optuna parameters: enqueued as trial 0 so the study always measures the
-    untuned program, and a tie (common on a small validation set) keeps it instead of an arbitrary sampled trial."""
-    mode = settings.get("mode") or default_mode
-    params: dict[str, Any] = {"mode": mode if mode in modes else modes[0]}
-    if "schedule" in settings:
-        schedule = settings["schedule"]
-        params["schedule"] = schedule["kind"]
-        if schedule["kind"] == "fixed":
-            params["lam"] = schedule["lam"]
-        else:
-            params.update({k: schedule[k] for k in ("lam_min", "lam_max", "tau", "steepness")})
-    elif "per_query_k" in settings:
-        params.update(per_query_k=settings["per_query_k"], merge_policy=settings["merge_policy"])
-    return params
+def variant(base, roles, config: ProgramConfig):
+    """`base` with another config, keeping its tuned prompts and demos (one per Optuna trial)."""
+    from hyporag.programs.registry import make_program
+
+    program = make_program(base.method, retriever=base.retriever, roles=roles, config=config)
+    program.load_state(base.dump_state())
+    return program
 
 
 def best_trial(study):
@@ -93,23 +60,15 @@ def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1
     hopeless trial between chunks. Errors score 0 and are counted in the trial's `errors` attribute."""
     import optuna
 
-    from hyporag.eval.parallel import run_parallel
-
-    def one(example) -> tuple[float, str | None]:
-        try:
-            return float(metric(example, program(question=example.question, options=example.options))), None
-        except HyporagError:
-            raise
-        except Exception as exc:  # one failing question scores 0, as in evaluation; counted below
-            return 0.0, f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    from hyporag.eval.evaluate import evaluate
 
     total, errors, done = 0.0, [], 0
     for start in range(0, len(valset), report_every):
-        for _, (value, error) in run_parallel(one, valset[start:start + report_every], threads):
-            total += value
+        for row in evaluate({"trial": program}, valset[start:start + report_every], threads, metric=metric):
+            total += row["score"]
             done += 1
-            if error:
-                errors.append(error)
+            if row["error"]:
+                errors.append(row["error"])
         trial.set_user_attr("errors", len(errors))
         if errors and len(errors) == done:
             trial.set_user_attr("error", errors[0])
@@ -122,14 +81,15 @@ def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1
     return total / len(valset)
 
 
-def run_study(study, make: Callable[[dict], Callable], valset: list, metric, method: str, modes: list[str],
-              budget: int, trials: int, threads: int = 1, report_every: int = 5, log=print,
-              baseline: dict | None = None, poll_seconds: float = 1.0) -> int:
+def run_study(study, base: ProgramConfig, make: Callable[[ProgramConfig], Callable], valset: list, metric,
+              modes: list[str], trials: int, threads: int = 1, report_every: int = 5, log=print,
+              default_mode: str | None = None, poll_seconds: float = 1.0) -> int:
     """Run trials until the study holds `trials` finished ones; returns how many failed in this worker.
 
     Several workers may run this on one study at once: each claims a trial only while finished + running trials
     are fewer than `trials` (under `claim`), and waits while the rest are running elsewhere, taking over a dead
-    worker's trial when it is re-queued. `baseline` (the untuned program) is queued once, as the first trial.
+    worker's trial when it is re-queued. The search space is `base.suggest` (the method's config); `base` itself,
+    the untuned program, is queued once as the first trial.
     A worker whose own trials failed `trials` times stops: a broken program fails every trial alike."""
     import optuna
     from optuna.trial import TrialState
@@ -140,8 +100,8 @@ def run_study(study, make: Callable[[dict], Callable], valset: list, metric, met
             recovered = recover_stale_trials(study)
             if recovered:
                 log(f"hyporag: re-queued {recovered} trial(s) left running by a dead worker")
-            if baseline is not None and not study.trials:
-                study.enqueue_trial(baseline)
+            if not study.trials:
+                study.enqueue_trial(base.trial_params(default_mode or modes[0], modes))
             states = [t.state for t in study.get_trials(deepcopy=False)]
             finished = states.count(TrialState.COMPLETE) + states.count(TrialState.PRUNED)
             if finished >= trials or failed >= trials:  # done, or as broken as it is going to get
@@ -155,8 +115,7 @@ def run_study(study, make: Callable[[dict], Callable], valset: list, metric, met
         trial.set_user_attr("worker", worker_id())
         with heartbeat(study, trial):
             try:
-                value = score_trial(make(suggest(trial, method, modes, budget)), valset, metric, trial, threads,
-                                    report_every)
+                value = score_trial(make(base.suggest(trial, modes)), valset, metric, trial, threads, report_every)
             except optuna.TrialPruned:
                 study.tell(trial, state=TrialState.PRUNED)
                 continue

@@ -9,6 +9,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import AnswerQuestion, format_options, with_letters
+from hyporag.signatures.domain import Domain, for_domain
 
 NO_CONTEXT = "(no passages)"
 
@@ -25,10 +26,11 @@ class AnswerStep(dspy.Module):
     """Predict the option letter; the answer is typed as a Literal of the letters present, so a JSON schema
     constrains it on local models. An unparseable reply is a parse failure (scored wrong, as MIRAGE does)."""
 
-    def __init__(self, reasoning: bool = False):
+    def __init__(self, reasoning: bool = False, domain: Domain | None = None):
         super().__init__()
         self.reasoning = reasoning
-        self.predict = dspy.ChainOfThought(AnswerQuestion) if reasoning else dspy.Predict(AnswerQuestion)
+        signature = for_domain(AnswerQuestion, domain or Domain())
+        self.predict = dspy.ChainOfThought(signature) if reasoning else dspy.Predict(signature)
 
     def forward(self, question: str, options: dict[str, str], context: str) -> dspy.Prediction:
         predictor = self.predict.predict if self.reasoning else self.predict

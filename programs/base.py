@@ -13,10 +13,12 @@ from dspy.utils.exceptions import AdapterParseError
 
 from hyporag.errors import ConfigError
 from hyporag.programs.answer_step import AnswerStep, format_context
+from hyporag.programs.config import ProgramConfig
 from hyporag.programs.cost import CostMeter
 from hyporag.programs.lm import LMRoles
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import format_options
+from hyporag.signatures.domain import Domain, for_domain
 
 
 class Trace:
@@ -29,28 +31,50 @@ class Trace:
 
 
 class MCQProgram(dspy.Module):
-    """Base program: `forward(question, options)` → Prediction(answer, passages, queries, hypothesis, cost, ...)."""
+    """Base program: `forward(question, options)` → Prediction(answer, passages, queries, hypothesis, cost, ...).
+
+    Its settings are one typed config (`Config`): pass `config=`, or the fields as keywords (`budget=5`)."""
 
     method = "base"
+    Config: type[ProgramConfig] = ProgramConfig
     uses_retrieval = True
     default_sees_options = False
 
-    def __init__(self, retriever=None, roles: LMRoles | None = None, budget: int = 15,
-                 retrieval_sees_options: bool | None = None, reasoning: bool = False, mode: str | None = None):
+    def __init__(self, retriever=None, roles: LMRoles | None = None, config: ProgramConfig | None = None,
+                 **settings: Any):
         super().__init__()
+        config = config or self.Config()
+        if not isinstance(config, self.Config):
+            raise ConfigError(f"{type(self).__name__} takes a {self.Config.__name__}, not {type(config).__name__}")
+        if settings:
+            config = self.Config.from_dict({**config.to_dict(), **settings}, source=f"{type(self).__name__}(...)")
+        if config.retrieval_sees_options is None:  # record the rule that actually runs
+            config = config.replace(retrieval_sees_options=self.default_sees_options)
         if self.uses_retrieval and retriever is None:
             raise ConfigError(f"method {self.method!r} needs a retriever (build one with `hyporag index build`)")
-        if budget < 1:
-            raise ConfigError("budget must be at least 1 passage")
         self.retriever = retriever
         self.roles = roles
-        self.budget = budget
-        self.mode = mode
-        self.retrieval_sees_options = self.default_sees_options if retrieval_sees_options is None else (
-            retrieval_sees_options)
-        self.answer = AnswerStep(reasoning=reasoning)
+        self.config = config
+        self.domain = Domain.named(config.domain, config.corpus_description)
+        self.answer = AnswerStep(reasoning=config.reasoning, domain=self.domain)
+
+    @property
+    def budget(self) -> int:
+        return self.config.budget
+
+    @property
+    def mode(self) -> str | None:
+        return self.config.mode
+
+    @property
+    def retrieval_sees_options(self) -> bool:
+        return bool(self.config.retrieval_sees_options)
 
     # -- helpers for subclasses ---------------------------------------------------------------------------------
+    def step(self, signature: type[dspy.Signature]) -> dspy.Predict:
+        """A predictor for one step, its instruction filled in for this program's domain."""
+        return dspy.Predict(for_domain(signature, self.domain))
+
     def role(self, name: str):
         """Context running a step under a role's LM and adapter (no-op when roles come from dspy.settings)."""
         return getattr(self.roles, name).context() if self.roles is not None else contextlib.nullcontext()
@@ -79,9 +103,8 @@ class MCQProgram(dspy.Module):
         return ""
 
     def settings(self) -> dict[str, Any]:
-        """Plain attributes DSPy's save() does not keep; the frozen artifact's manifest records them."""
-        return {"method": self.method, "budget": self.budget, "retrieval_sees_options": self.retrieval_sees_options,
-                "reasoning": self.answer.reasoning, "mode": self.mode}
+        """What DSPy's save() does not keep (it keeps prompts only): the method and its config."""
+        return {"method": self.method, **self.config.to_dict()}
 
     # -- the pipeline -------------------------------------------------------------------------------------------
     def forward(self, question: str, options: dict[str, str]) -> dspy.Prediction:

@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import dspy
+from dataclasses import dataclass
+from typing import ClassVar
 
 from hyporag.programs.base import MCQProgram, Trace
+from hyporag.programs.config import ProgramConfig, flag
 from hyporag.programs.cost import CostMeter
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import HypotheticalDocument, Query2Doc, Rerank, RewriteQuery
+
+
+@dataclass(frozen=True)
+class RerankConfig(ProgramConfig):
+    method: ClassVar[str] = "rerank"
+
+    pool: int | None = flag("--rerank-pool", "rerank: candidates retrieved before reranking (default 2×B)")
+    snippet_chars: int = 300  # of each candidate, shown to the LM judgment
+
+
+@dataclass(frozen=True)
+class HyDEConfig(ProgramConfig):
+    method: ClassVar[str] = "hyde"
+
+    num_documents: int = flag("--hyde-docs", "HyDE: hypothetical documents per question", default=1)
 
 
 class CoT(MCQProgram):
@@ -38,13 +54,14 @@ class RerankRAG(MCQProgram):
 
     method = "rerank"
 
-    def __init__(self, *args, pool: int | None = None, reranker: Callable[[str, list[Hit]], list[Hit]] | None = None,
-                 snippet_chars: int = 300, **kwargs):
+    Config = RerankConfig
+
+    def __init__(self, *args, reranker: Callable[[str, list[Hit]], list[Hit]] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.pool = pool or 2 * self.budget
+        self.pool = self.config.pool or 2 * self.budget
         self.reranker = reranker
-        self.snippet_chars = snippet_chars
-        self.rerank = dspy.Predict(Rerank)
+        self.snippet_chars = self.config.snippet_chars
+        self.rerank = self.step(Rerank)
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
         query = self.plain_query(question, options)
@@ -71,7 +88,7 @@ class Rewriting(MCQProgram):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.rewrite = dspy.Predict(RewriteQuery)
+        self.rewrite = self.step(RewriteQuery)
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
         result = self.query_step(self.rewrite, meter, trace, question=question,
@@ -86,10 +103,12 @@ class HyDE(MCQProgram):
 
     method = "hyde"
 
-    def __init__(self, *args, num_documents: int = 1, **kwargs):
+    Config = HyDEConfig
+
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.num_documents = num_documents
-        self.generate = dspy.Predict(HypotheticalDocument)
+        self.num_documents = self.config.num_documents
+        self.generate = self.step(HypotheticalDocument)
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
         documents = []
@@ -111,7 +130,7 @@ class Query2DocRAG(MCQProgram):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.expand = dspy.Predict(Query2Doc)
+        self.expand = self.step(Query2Doc)
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
         result = self.query_step(self.expand, meter, trace, question=question, options=self.retrieval_options(options))

@@ -8,12 +8,14 @@ degenerate contrast: retrieval falls back to H+ alone and the row records why.
 
 from __future__ import annotations
 
-import dspy
+from dataclasses import dataclass
+from typing import ClassVar
 
 from hyporag.programs.base import MCQProgram, Trace
+from hyporag.programs.config import ProgramConfig, flag
 from hyporag.programs.cost import CostMeter
 from hyporag.retrieval.hit import Hit
-from hyporag.retrieval.lambda_schedule import LambdaSchedule
+from hyporag.retrieval.lambda_schedule import SCHEDULES, LambdaSchedule
 from hyporag.signatures import ContrastiveHypotheses
 
 DEGENERATE_SIMILARITY = 0.95
@@ -36,14 +38,66 @@ def degenerate_contrast(h_plus: str, h_minus: str, similarity: float | None) -> 
     return None
 
 
+@dataclass(frozen=True)
+class CHRConfig(ProgramConfig):
+    """CHR's own settings: λ fixed (the paper's default, 1.0) or one of our adaptive schedules over cos(ĥ+, ĥ−)."""
+
+    method: ClassVar[str] = "chr"
+
+    schedule: str = flag("--schedule", "CHR: λ schedule over cos(H+, H-) (fixed is the paper's)", choices=SCHEDULES,
+                         default="fixed")
+    lam: float = flag("--lam", "CHR: the fixed λ", default=1.0)
+    lam_min: float = flag("--lam-min", "CHR: adaptive schedules' lowest λ", default=0.0)
+    lam_max: float = flag("--lam-max", "CHR: adaptive schedules' highest λ", default=1.0)
+    tau: float = flag("--tau", "CHR: threshold/sigmoid midpoint of the similarity", default=0.7)
+    steepness: float = flag("--steepness", "CHR: sigmoid steepness", default=10.0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _ = self.lambda_schedule  # LambdaSchedule refuses an unknown kind
+
+    @classmethod
+    def normalize(cls, data: dict) -> dict:
+        """`schedule=LambdaSchedule(...)`, the object form of the same settings, becomes its fields."""
+        schedule = data.get("schedule")
+        if isinstance(schedule, LambdaSchedule):
+            data.update({"schedule" if k == "kind" else k: v for k, v in schedule.to_dict().items()})
+        elif isinstance(schedule, dict):
+            data.update({"schedule" if k == "kind" else k: v for k, v in schedule.items()})
+        return data
+
+    @property
+    def lambda_schedule(self) -> LambdaSchedule:
+        return LambdaSchedule(self.schedule, lam=self.lam, lam_min=self.lam_min, lam_max=self.lam_max,
+                              tau=self.tau, steepness=self.steepness)
+
+    def suggest(self, trial, modes: list[str]) -> CHRConfig:
+        config = super().suggest(trial, modes)
+        kind = trial.suggest_categorical("schedule", list(SCHEDULES))
+        if kind == "fixed":
+            return config.replace(schedule=kind, lam=trial.suggest_float("lam", 0.0, 2.0))
+        return config.replace(schedule=kind, lam_min=trial.suggest_float("lam_min", 0.0, 0.5),
+                              lam_max=trial.suggest_float("lam_max", 0.5, 2.0),
+                              tau=trial.suggest_float("tau", 0.3, 0.95),
+                              steepness=trial.suggest_float("steepness", 2.0, 20.0))
+
+    def trial_params(self, default_mode: str, modes: list[str]) -> dict:
+        params = {**super().trial_params(default_mode, modes), "schedule": self.schedule}
+        if self.schedule == "fixed":
+            return {**params, "lam": self.lam}
+        return {**params, "lam_min": self.lam_min, "lam_max": self.lam_max, "tau": self.tau,
+                "steepness": self.steepness}
+
+
 class CHR(MCQProgram):
     method = "chr"
+    Config = CHRConfig
     default_sees_options = True
 
-    def __init__(self, *args, schedule: LambdaSchedule | None = None, **kwargs):
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.schedule = schedule or LambdaSchedule()
-        self.hypotheses = dspy.Predict(ContrastiveHypotheses)
+        self.schedule = self.config.lambda_schedule
+        self.hypotheses = self.step(ContrastiveHypotheses)
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
         result = self.query_step(self.hypotheses, meter, trace, question=question,
@@ -63,6 +117,3 @@ class CHR(MCQProgram):
             trace.extra["contrast_fallback"] = fallback
             return self.retriever.search(h_plus, self.budget, mode=self.mode)
         return self.retriever.search_contrastive(h_plus, h_minus, lam, self.budget, mode=self.mode, vectors=vectors)
-
-    def settings(self) -> dict:
-        return {**super().settings(), "schedule": self.schedule.to_dict()}

@@ -7,35 +7,67 @@ answer step never sees it unless `show_hypothesis=True` (an ablation). Ablations
 
 from __future__ import annotations
 
-import dspy
+from dataclasses import dataclass
+from typing import ClassVar
 
 from hyporag.errors import ConfigError
 from hyporag.programs.base import MCQProgram, Trace
+from hyporag.programs.config import ProgramConfig, flag
 from hyporag.programs.cost import CostMeter
 from hyporag.retrieval.hit import Hit
-from hyporag.retrieval.merge import merge_to_budget
+from hyporag.retrieval.merge import MERGE_POLICIES, merge_to_budget
 from hyporag.signatures import Hypothesize, RewriteQueries
 
 QUERY_FIELDS = {"support": "support_query", "distinction": "distinction_query", "key_features": "key_features_query"}
 
 
+@dataclass(frozen=True)
+class HCQRConfig(ProgramConfig):
+    """HCQR's own settings: which of the three queries run, passages per query, how the lists merge."""
+
+    method: ClassVar[str] = "hcqr"
+
+    queries: tuple[str, ...] = tuple(QUERY_FIELDS)
+    per_query_k: int | None = flag("--per-query-k", "HCQR: passages retrieved per query before the merge "
+                                   "(default: the budget)")
+    merge_policy: str = flag("--merge-policy", "HCQR: how the queries' lists become one context",
+                             choices=MERGE_POLICIES, default="round_robin")
+    show_hypothesis: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.queries or set(self.queries) - set(QUERY_FIELDS):
+            raise ConfigError(f"hcqr: queries must be a non-empty subset of {', '.join(QUERY_FIELDS)}; "
+                              f"got {self.queries}")
+        if self.merge_policy not in MERGE_POLICIES:
+            raise ConfigError(f"hcqr: unknown merge policy {self.merge_policy!r}: use one of "
+                              f"{', '.join(MERGE_POLICIES)}")
+        if self.per_query_k is not None and self.per_query_k < 1:
+            raise ConfigError(f"hcqr: per_query_k must be >= 1, got {self.per_query_k}")
+
+    def suggest(self, trial, modes: list[str]) -> HCQRConfig:
+        return super().suggest(trial, modes).replace(
+            per_query_k=trial.suggest_int("per_query_k", max(1, self.budget // 3), 2 * self.budget),
+            merge_policy=trial.suggest_categorical("merge_policy", list(MERGE_POLICIES)))
+
+    def trial_params(self, default_mode: str, modes: list[str]) -> dict:
+        return {**super().trial_params(default_mode, modes), "per_query_k": self.per_query_k or self.budget,
+                "merge_policy": self.merge_policy}
+
+
 class HCQR(MCQProgram):
     method = "hcqr"
+    Config = HCQRConfig
     default_sees_options = True
 
-    def __init__(self, *args, queries: tuple[str, ...] = ("support", "distinction", "key_features"),
-                 per_query_k: int | None = None, merge_policy: str = "round_robin", show_hypothesis: bool = False,
-                 **kwargs):
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        unknown = set(queries) - set(QUERY_FIELDS)
-        if unknown or not queries:
-            raise ConfigError(f"HCQR queries must be a non-empty subset of {', '.join(QUERY_FIELDS)}; got {queries}")
-        self.queries = tuple(q for q in QUERY_FIELDS if q in queries)
-        self.per_query_k = per_query_k or self.budget
-        self.merge_policy = merge_policy
-        self.show_hypothesis = show_hypothesis
-        self.hypothesize = dspy.Predict(Hypothesize)
-        self.rewrite = dspy.Predict(RewriteQueries)
+        self.queries = tuple(q for q in QUERY_FIELDS if q in self.config.queries)
+        self.per_query_k = self.config.per_query_k or self.budget
+        self.merge_policy = self.config.merge_policy
+        self.show_hypothesis = self.config.show_hypothesis
+        self.hypothesize = self.step(Hypothesize)
+        self.rewrite = self.step(RewriteQueries)
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
         shown = self.retrieval_options(options)
@@ -65,7 +97,3 @@ class HCQR(MCQProgram):
         if not self.show_hypothesis or not trace.hypothesis:
             return ""
         return f"Working hypothesis (unverified): {trace.hypothesis['likely_option']}: {trace.hypothesis['rationale']}"
-
-    def settings(self) -> dict:
-        return {**super().settings(), "queries": list(self.queries), "per_query_k": self.per_query_k,
-                "merge_policy": self.merge_policy, "show_hypothesis": self.show_hypothesis}

@@ -1,43 +1,78 @@
-"""Method names as the CLI and the evaluation harness spell them, ablations included."""
+"""Method names as the CLI and the evaluation harness spell them: a program class and its config preset.
+
+Ablations are presets of a method's config, not copies of its code; a method is registered here once.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
+from dataclasses import dataclass, field
+from typing import Any
 
+from hyporag.errors import ConfigError
 from hyporag.programs.base import MCQProgram
 from hyporag.programs.baselines import CoT, HyDE, Query2DocRAG, RerankRAG, Rewriting, SimpleRAG
 from hyporag.programs.chr import CHR
+from hyporag.programs.config import ProgramConfig
 from hyporag.programs.hcqr import HCQR
-from hyporag.retrieval.lambda_schedule import LambdaSchedule
 
-METHODS: dict[str, Callable[..., MCQProgram]] = {
-    "cot": CoT,
-    "rag": SimpleRAG,
-    "rerank": RerankRAG,
-    "rewrite": Rewriting,
-    "rewrite+options": partial(Rewriting, retrieval_sees_options=True),
-    "hyde": HyDE,
-    "q2d": Query2DocRAG,
-    "hcqr": HCQR,
-    "hcqr-no-support": partial(HCQR, queries=("distinction", "key_features")),
-    "hcqr-no-distinction": partial(HCQR, queries=("support", "key_features")),
-    "hcqr-no-key-features": partial(HCQR, queries=("support", "distinction")),
-    "hcqr-no-options": partial(HCQR, retrieval_sees_options=False),
-    "hcqr-show-hypothesis": partial(HCQR, show_hypothesis=True),
-    "chr": CHR,
-    "chr-linear": partial(CHR, schedule=LambdaSchedule("linear")),
-    "chr-threshold": partial(CHR, schedule=LambdaSchedule("threshold")),
-    "chr-sigmoid": partial(CHR, schedule=LambdaSchedule("sigmoid")),
+
+@dataclass(frozen=True)
+class Method:
+    program: type[MCQProgram]
+    preset: dict[str, Any] = field(default_factory=dict)
+
+
+METHODS: dict[str, Method] = {
+    "cot": Method(CoT),
+    "rag": Method(SimpleRAG),
+    "rerank": Method(RerankRAG),
+    "rewrite": Method(Rewriting),
+    "rewrite+options": Method(Rewriting, {"retrieval_sees_options": True}),
+    "hyde": Method(HyDE),
+    "q2d": Method(Query2DocRAG),
+    "hcqr": Method(HCQR),
+    "hcqr-no-support": Method(HCQR, {"queries": ("distinction", "key_features")}),
+    "hcqr-no-distinction": Method(HCQR, {"queries": ("support", "key_features")}),
+    "hcqr-no-key-features": Method(HCQR, {"queries": ("support", "distinction")}),
+    "hcqr-no-options": Method(HCQR, {"retrieval_sees_options": False}),
+    "hcqr-show-hypothesis": Method(HCQR, {"show_hypothesis": True}),
+    "chr": Method(CHR),
+    "chr-linear": Method(CHR, {"schedule": "linear"}),
+    "chr-threshold": Method(CHR, {"schedule": "threshold"}),
+    "chr-sigmoid": Method(CHR, {"schedule": "sigmoid"}),
 }
 PAPER_METHODS = ("cot", "rag", "rerank", "rewrite", "hyde", "q2d", "hcqr", "chr")
+CONFIGS: tuple[type[ProgramConfig], ...] = tuple(dict.fromkeys(m.program.Config for m in METHODS.values()))
 
 
-def make_program(method: str, **kwargs) -> MCQProgram:
+def method_entry(method: str) -> Method:
     if method not in METHODS:
-        from hyporag.errors import HyporagError
+        raise ConfigError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
+    return METHODS[method]
 
-        raise HyporagError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
-    program = METHODS[method](**kwargs)
+
+def method_config(method: str, overrides: dict[str, Any] | None = None, source: str = "settings",
+                  strict: bool = False) -> ProgramConfig:
+    """The method's config: its defaults, its preset, then `overrides` for the fields it has (shared CLI flags
+    such as --lam do not apply to rag); a key no method has is refused, and with `strict` (a saved program's own
+    settings) so is any key this method lacks."""
+    entry = method_entry(method)
+    overrides = entry.program.Config.normalize(dict(overrides or {}))
+    if strict:
+        return entry.program.Config.from_dict({**entry.preset, **overrides}, source)
+    everyone = {f for config in CONFIGS for f in config.__dataclass_fields__}
+    strange = sorted(set(overrides) - everyone - {"method"})
+    if strange:
+        raise ConfigError(f"{source}: no method has setting {', '.join(map(repr, strange))}")
+    own = entry.program.Config.__dataclass_fields__
+    given = {k: v for k, v in overrides.items() if k in own}
+    return entry.program.Config.from_dict({**entry.preset, **given}, source)
+
+
+def make_program(method: str, retriever=None, roles=None, config: ProgramConfig | None = None,
+                 **settings: Any) -> MCQProgram:
+    """A program by name: `config` as given, or the method's preset with `settings` on top."""
+    config = config if config is not None else method_config(method, settings, source=f"make_program({method!r})")
+    program = method_entry(method).program(retriever=retriever, roles=roles, config=config)
     program.method = method
     return program

@@ -9,7 +9,7 @@ import dspy
 
 
 class AnswerQuestion(dspy.Signature):
-    """Answer the multiple-choice medical question with the letter of the single best option.
+    """Answer the multiple-choice {domain} question with the letter of the single best option.
     Use the context passages when they help; rely on your own knowledge when they do not."""
 
     question: str = dspy.InputField()

@@ -6,7 +6,7 @@ import dspy
 
 
 class RewriteQuery(dspy.Signature):
-    """Rewrite the medical question into one short search query for a medical textbook index."""
+    """Rewrite the {domain} question into one short search query for a {corpus}."""
 
     question: str = dspy.InputField()
     options: str = dspy.InputField(desc="one option per line; may be empty when retrieval must not see options")
@@ -14,11 +14,11 @@ class RewriteQuery(dspy.Signature):
 
 
 class HypotheticalDocument(dspy.Signature):
-    """Write a short textbook passage that answers the question (HyDE: the passage is embedded, not shown)."""
+    """Write a short {source} passage that answers the question (HyDE: the passage is embedded, not shown)."""
 
     question: str = dspy.InputField()
     options: str = dspy.InputField(desc="one option per line; may be empty")
-    passage: str = dspy.OutputField(desc="3-4 sentences in textbook style")
+    passage: str = dspy.OutputField(desc="3-4 sentences in {source} style")
 
 
 class Query2Doc(dspy.Signature):

@@ -6,9 +6,9 @@ import dspy
 
 
 class RewriteQueries(dspy.Signature):
-    """Write three short search queries for a medical textbook index, given a question and a working hypothesis:
+    """Write three short search queries for a {corpus}, given a question and a working hypothesis:
     one that would find support for the hypothesis, one that would distinguish it from the strongest
-    alternative options, and one that verifies the key clinical clues stated in the question."""
+    alternative options, and one that verifies the key {clues} stated in the question."""
 
     question: str = dspy.InputField()
     options: str = dspy.InputField(desc="one option per line, 'LETTER. text'; may be empty")

@@ -36,19 +36,22 @@ def test_unknown_local_model_is_exit_2(capsys):
 
 
 def test_cli_keeps_ablation_presets_unless_overridden():
-    from hyporag.cli import build_parser
-    from hyporag.cli_common import program_from_args as _program
+    from hyporag.builders import build_program
+    from hyporag.cli import build_parser, run_config
 
-    args = build_parser().parse_args(["eval", "--dataset", "x", "--methods", "hcqr-no-options"])
-    retriever = object()
-    assert _program("hcqr-no-options", args, retriever, None).retrieval_sees_options is False
-    assert _program("hcqr", args, retriever, None).retrieval_sees_options is True
-    assert _program("rag", args, retriever, None).retrieval_sees_options is False
-    args = build_parser().parse_args(["eval", "--dataset", "x", "--options-visible"])
-    assert _program("rag", args, retriever, None).retrieval_sees_options is True
-    args = build_parser().parse_args(["eval", "--dataset", "x", "--schedule", "sigmoid", "--lam", "0.8"])
-    schedule = _program("chr", args, retriever, None).schedule
+    def program(method, *flags):
+        args = build_parser().parse_args(["eval", "--dataset", "x", *flags])
+        return build_program(method, run_config(args), object(), None)
+
+    assert program("hcqr-no-options").retrieval_sees_options is False
+    assert program("hcqr").retrieval_sees_options is True
+    assert program("rag").retrieval_sees_options is False
+    assert program("rag", "--options-visible").retrieval_sees_options is True
+    assert program("hcqr-no-options", "--options-visible").retrieval_sees_options is True  # a flag beats a preset
+    schedule = program("chr", "--schedule", "sigmoid", "--lam-max", "0.8").schedule
     assert schedule.kind == "sigmoid" and schedule.lam_max == 0.8
+    assert program("chr-linear").schedule.kind == "linear"
+    assert program("rag", "--lam", "0.5").budget == 15  # a flag of another method does not touch rag
 
 
 def test_public_api_is_lazy_and_complete():

@@ -63,7 +63,7 @@ print(json.dumps({"predictions": out, "prompts": [h["messages"] for h in lm.hist
 def test_frozen_program_reproduces_in_a_fresh_process(tiny_retriever, tiny_questions, tmp_path):
     result, out = compiled_chr(tiny_retriever, tiny_questions, tmp_path)
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["program_settings"]["schedule"]["kind"] == "linear"
+    assert manifest["program_settings"]["schedule"] == "linear" and manifest["program_settings"]["lam_max"] == 0.8
     assert manifest["retrieval"]["index_fingerprint"] == tiny_retriever.fingerprint
     assert json.loads((out / "program.json").read_text())  # plain JSON, no pickle
 
@@ -137,7 +137,10 @@ def test_state_that_does_not_fit_the_program_is_refused(tiny_retriever, tiny_que
     _, out = compiled_chr(tiny_retriever, tiny_questions, tmp_path)
     manifest = json.loads((out / "manifest.json").read_text())
     manifest["method"] = "hcqr"
-    manifest["program_settings"] = {k: v for k, v in manifest["program_settings"].items() if k != "schedule"}
+    from hyporag.programs.config import ProgramConfig
+
+    shared = ProgramConfig.__dataclass_fields__  # drop CHR's own settings: what is left fits HCQR
+    manifest["program_settings"] = {k: v for k, v in manifest["program_settings"].items() if k in shared}
     resign(out / "manifest.json", manifest)
     with pytest.raises(ArtifactError, match="does not fit program 'hcqr'"):
         load_artifact(out, tiny_retriever, dummy_roles())

@@ -10,6 +10,7 @@ from optuna.trial import TrialState
 from hyporag.eval.metric_fns import accuracy
 from hyporag.optimizers.tune import open_study, recover_stale_trials, run_study, study_report
 from hyporag.programs import make_program
+from hyporag.programs.chr import CHRConfig
 from hyporag.programs.lm import LMRoles
 
 REPLIES = {"[[ ## target_hypothesis ## ]]": {"target_hypothesis": "Beta cells secrete insulin.",
@@ -17,15 +18,18 @@ REPLIES = {"[[ ## target_hypothesis ## ]]": {"target_hypothesis": "Beta cells se
            "[[ ## answer ## ]]": {"answer": "B"}}
 
 
+CHR2 = CHRConfig(budget=2, retrieval_sees_options=True)
+
+
 def factory(retriever):
     roles = LMRoles.from_lms(DummyLM(dict(REPLIES)))
-    return lambda kwargs: make_program("chr", retriever=retriever, roles=roles, budget=2, **kwargs)
+    return lambda config: make_program("chr", retriever=retriever, roles=roles, config=config)
 
 
 def test_study_runs_resumes_and_reports(tiny_retriever, tiny_questions, tmp_path):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study("chr-test", None, seed=3, directory=tmp_path)
-    run_study(study, factory(tiny_retriever), tiny_questions, accuracy, "chr", ["bm25", "dense"], 2, trials=2)
+    run_study(study, CHR2, factory(tiny_retriever), tiny_questions, accuracy, ["bm25", "dense"], trials=2)
     assert len(study.trials) == 2 and all(t.state == TrialState.COMPLETE for t in study.trials)
 
     # A worker killed mid-trial leaves a RUNNING trial behind; the next run fails it and re-queues its params.
@@ -35,7 +39,7 @@ def test_study_runs_resumes_and_reports(tiny_retriever, tiny_questions, tmp_path
 
     stale.set_user_attr("worker", f"{socket.gethostname()}:999999999")
     assert recover_stale_trials(reopened) == 1
-    run_study(reopened, factory(tiny_retriever), tiny_questions, accuracy, "chr", ["bm25", "dense"], 2, trials=3)
+    run_study(reopened, CHR2, factory(tiny_retriever), tiny_questions, accuracy, ["bm25", "dense"], trials=3)
     states = [t.state for t in open_study("chr-test", None, seed=3, directory=tmp_path).trials]
     assert states.count(TrialState.COMPLETE) == 3 and states.count(TrialState.FAIL) == 1
     assert (tmp_path / "chr-test.journal").is_file()
@@ -45,16 +49,16 @@ def test_study_runs_resumes_and_reports(tiny_retriever, tiny_questions, tmp_path
     assert (tmp_path / "chr-test-history.png").is_file()
 
 
-def test_baseline_params_describe_the_untuned_program():
-    from hyporag.optimizers.tune import baseline_params
+def test_trial_params_describe_the_untuned_program():
+    from hyporag.programs.hcqr import HCQRConfig
 
-    hcqr = {"method": "hcqr", "mode": None, "per_query_k": 3, "merge_policy": "round_robin"}
-    assert baseline_params(hcqr, "bm25", ["bm25", "dense"]) == {"mode": "bm25", "per_query_k": 3,
-                                                                 "merge_policy": "round_robin"}
-    chr_linear = {"mode": "dense", "schedule": {"kind": "linear", "lam": 1.0, "lam_min": 0.1, "lam_max": 0.9,
-                                                 "tau": 0.7, "steepness": 10.0}}
-    assert baseline_params(chr_linear, "bm25", ["bm25"]) == {"mode": "bm25", "schedule": "linear", "lam_min": 0.1,
-                                                             "lam_max": 0.9, "tau": 0.7, "steepness": 10.0}
+    assert HCQRConfig(per_query_k=3).trial_params("bm25", ["bm25", "dense"]) == {
+        "mode": "bm25", "per_query_k": 3, "merge_policy": "round_robin"}
+    chr_linear = CHRConfig(mode="dense", schedule="linear", lam_min=0.1, lam_max=0.9)
+    assert chr_linear.trial_params("bm25", ["bm25"]) == {"mode": "bm25", "schedule": "linear", "lam_min": 0.1,
+                                                         "lam_max": 0.9, "tau": 0.7, "steepness": 10.0}
+    trial = optuna.trial.FixedTrial(chr_linear.trial_params("bm25", ["bm25"]))
+    assert chr_linear.suggest(trial, ["bm25"]) == chr_linear.replace(mode="bm25")  # the search space round-trips
 
 
 def test_a_trial_whose_questions_all_error_fails_with_its_error(tiny_questions, tmp_path):
@@ -66,7 +70,7 @@ def test_a_trial_whose_questions_all_error_fails_with_its_error(tiny_questions, 
 
     study = open_study("broken", None, seed=0, directory=tmp_path)
     logged = []
-    failed = run_study(study, lambda kwargs: Broken(), tiny_questions, accuracy, "chr", ["bm25"], 2, trials=2,
+    failed = run_study(study, CHR2, lambda config: Broken(), tiny_questions, accuracy, ["bm25"], trials=2,
                        log=logged.append)
     assert failed == 2 and [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
     assert all(t.user_attrs["error"] == "RuntimeError: program bug in retrieve" for t in study.trials)
@@ -95,9 +99,9 @@ def test_trials_run_in_threads_with_the_callers_dspy_context(tiny_retriever, tin
 
     lm = DummyLM(dict(REPLIES))
     study = open_study("threads", None, seed=0, directory=tmp_path)
-    make = lambda kwargs: Recording(make_program("chr", retriever=tiny_retriever, budget=2, **kwargs))  # noqa: E731
+    make = lambda config: Recording(make_program("chr", retriever=tiny_retriever, config=config))  # noqa: E731
     with dspy.context(lm=lm):  # no roles: the trial's workers must see this LM
-        run_study(study, make, tiny_questions * 2, accuracy, "chr", ["bm25"], 2, trials=1, threads=2,
+        run_study(study, CHR2, make, tiny_questions * 2, accuracy, ["bm25"], trials=1, threads=2,
                   report_every=6)
     trial = study.trials[0]
     assert trial.state == TrialState.COMPLETE and trial.user_attrs["errors"] == 0

@@ -1,33 +1,30 @@
-"""What every command builds from its flags: LM roles, the retriever, programs and frozen artifacts."""
+"""What every command (and the API) builds from a RunConfig: LM roles, the retriever, programs, frozen artifacts."""
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 from pathlib import Path
 
 from hyporag.errors import HyporagError
+from hyporag.run_config import DEFAULT_CORPUS, RunConfig
 
 
-def roles_from_args(args: argparse.Namespace):
+def build_roles(config: RunConfig):
     from hyporag.programs.lm import LMRoles, configure_cache
 
-    configure_cache(enabled=not args.no_cache)
-    return LMRoles.from_specs(args.lm, args.hypothesis_lm, args.answer_lm, args.judge_lm, adapter=args.adapter,
-                              **lm_build_kwargs(args))
+    configure_cache(enabled=not config.no_cache)
+    return LMRoles.from_specs(config.lm, config.hypothesis_lm, config.answer_lm, config.judge_lm,
+                              adapter=config.adapter, **lm_build_kwargs(config))
 
 
-def lm_build_kwargs(args: argparse.Namespace) -> dict:
+def lm_build_kwargs(config: RunConfig) -> dict:
     """The `build_lm` settings every LM built from the command line shares (endpoint, key, limits, cache)."""
-    return {"api_base": args.api_base, "api_key": args.api_key, "max_tokens": args.max_tokens,
-            "cache": not args.no_cache, "timeout": args.timeout, "num_retries": args.retries}
+    return {"api_base": config.api_base, "api_key": config.api_key, "max_tokens": config.max_tokens,
+            "cache": not config.no_cache, "timeout": config.timeout, "num_retries": config.retries}
 
 
-DEFAULT_CORPUS = "medcorp-local"
-
-
-def retriever_from_args(args: argparse.Namespace, needed: bool, recorded: dict | None = None):
+def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = None):
     """The index to search: --corpus / --index-dir when given, else what a frozen artifact `recorded`, else the
     local medical corpus. A missing default index is built (BM25, seconds)."""
     if not needed:
@@ -35,62 +32,50 @@ def retriever_from_args(args: argparse.Namespace, needed: bool, recorded: dict |
     from hyporag.retrieval import build_index, default_index_dir, load_corpus, open_index
 
     recorded = recorded or {}
-    corpus = load_corpus(args.corpus or recorded.get("corpus_spec") or DEFAULT_CORPUS, args.data_dir)
-    saved_dir = recorded.get("index_dir") if not args.corpus else None
-    if args.index_dir:
-        directory = Path(args.index_dir)
+    corpus = load_corpus(config.corpus or recorded.get("corpus_spec") or DEFAULT_CORPUS, config.data_dir)
+    saved_dir = recorded.get("index_dir") if not config.corpus else None
+    if config.index_dir:
+        directory = Path(config.index_dir)
     elif saved_dir and (Path(saved_dir) / "manifest.json").is_file():
         directory = Path(saved_dir)
     else:
         directory = default_index_dir(corpus)
-    mode = args.retriever or recorded.get("mode")
+    mode = config.retriever or recorded.get("mode")
     if not (directory / "manifest.json").is_file():
         if mode not in (None, "bm25"):  # embedding takes long enough that it must be asked for
             raise HyporagError(f"no index at {directory}; build one with `hyporag index build --corpus {corpus.spec} "
                                f"--retriever {'dense' if mode == 'dense' else 'both'}`")
         print(f"no index at {directory}: building a BM25 index of {corpus.name} first (once, ~10 s)", file=sys.stderr)
         build_index(corpus, directory, retriever="bm25", progress=False, log=lambda m: print(m, file=sys.stderr))
-    return open_index(directory, corpus=corpus, mode=mode, faiss_kind=args.faiss, rrf_k=args.rrf_k)
+    return open_index(directory, corpus=corpus, mode=mode, faiss_kind=config.faiss, rrf_k=config.rrf_k)
 
 
-def program_from_args(method: str, args: argparse.Namespace, retriever, roles):
-    from hyporag.programs import make_program
-    from hyporag.programs.registry import METHODS
-    from hyporag.retrieval import LambdaSchedule
+def build_program(method: str, config: RunConfig, retriever, roles):
+    """The method with its preset and the run's program settings on top (those it has)."""
+    from hyporag.programs.registry import make_program, method_config
 
-    if method not in METHODS:
-        raise HyporagError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
-    kwargs = {"retriever": retriever, "roles": roles, "budget": args.budget, "reasoning": args.reasoning}
-    if args.sees_options is not None:  # unset keeps the method's own rule (and ablations' presets)
-        kwargs["retrieval_sees_options"] = args.sees_options
-    if method == "chr":  # the named schedules (chr-linear, ...) keep their own defaults
-        kwargs["schedule"] = LambdaSchedule(args.schedule, lam=args.lam, lam_max=args.lam)
-    elif method == "hyde":
-        kwargs["num_documents"] = args.hyde_docs
-    elif method.startswith("hcqr"):
-        kwargs.update(per_query_k=args.per_query_k, merge_policy=args.merge_policy)
-    return make_program(method, **kwargs)
+    return make_program(method, retriever=retriever, roles=roles,
+                        config=method_config(method, config.program_settings, source="settings"))
 
 
-def frozen_from_args(args: argparse.Namespace, roles):
+def load_frozen(config: RunConfig, roles):
     """Load a frozen artifact on the index it was compiled against (its corpus and index unless --corpus or
     --index-dir say otherwise)."""
     from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest
 
-    manifest = read_artifact_manifest(args.program)
+    manifest = read_artifact_manifest(config.program)
     needs_retrieval = manifest["method"] != "cot"
-    return load_artifact(args.program, retriever_from_args(args, needs_retrieval, manifest["retrieval"]), roles)
+    return load_artifact(config.program, build_retriever(config, needs_retrieval, manifest["retrieval"]), roles)
 
 
-def fit_to_context(examples: list, where, programs: dict, roles, args: argparse.Namespace) -> tuple[list, str]:
+def fit_to_context(examples: list, where, programs: dict, roles, config: RunConfig) -> tuple[list, str]:
     """The examples whose largest answer prompt fits the answer LM's window (refused or skipped otherwise), and a
     note of what was checked for the run's settings."""
     from hyporag.eval.prompt_fit import check_prompts_fit
     from hyporag.programs.context_window import context_window
 
-    window = context_window(roles.answer.lm, args.context_tokens, args.api_base)
-    report = check_prompts_fit(examples, where, programs, window, args.max_tokens,
-                               getattr(args, "skip_bad_rows", False))
+    window = context_window(roles.answer.lm, config.context_tokens, config.api_base)
+    report = check_prompts_fit(examples, where, programs, window, config.max_tokens, config.skip_bad_rows)
     if report.skipped:
         print(f"skipped {len(report.skipped)} question(s) too long for the context (first: {report.skipped[0]})",
               file=sys.stderr)

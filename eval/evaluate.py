@@ -1,0 +1,112 @@
+"""The one evaluation loop: `hyporag eval`, `compile`'s validation scores and every `tune` trial run through it.
+
+Each (method, question) runs in `run_parallel` (so DSPy's context reaches every thread), becomes one result row,
+and goes to an optional `sink` (the results store) as soon as it is done. A failing question is an error row,
+never fatal to the run; a dead backend (after DSPy's retries) or a user error stops it.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import dspy
+from dspy.utils.exceptions import LMAuthError, LMTransportError
+
+from hyporag.errors import BackendError, HyporagError
+from hyporag.eval.evidence import option_evidence
+from hyporag.eval.parallel import run_parallel
+from hyporag.eval.row import ResultRow
+from hyporag.programs.lm import explain_lm_error
+
+
+def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction | None, seconds: float,
+               error: str | None = None) -> dict[str, Any]:
+    """The per-question JSONL record, as `ResultRow` defines it."""
+    cost = getattr(prediction, "cost", None) or {}
+    answer = getattr(prediction, "answer", None)
+    passages = getattr(prediction, "passages", None) or []
+    row = {
+        "question_id": example.id,
+        "method": method,
+        "answer": answer,
+        "gold": example.answer,
+        "correct": answer == example.answer,
+        "parse_failure": bool(getattr(prediction, "parse_failure", False)),
+        "query_parse_failures": int(getattr(prediction, "query_parse_failures", None) or 0),
+        "contrast_fallback": getattr(prediction, "contrast_fallback", None),
+        "error": error,
+        "passage_ids": [p["id"] for p in passages],
+        "queries": getattr(prediction, "queries", None) or [],
+        "hypothesis": getattr(prediction, "hypothesis", None),
+        "retrieval_sees_options": getattr(prediction, "retrieval_sees_options", None),
+        "calls": cost.get("calls", 0),
+        "input_tokens": cost.get("input_tokens", 0),
+        "output_tokens": cost.get("output_tokens", 0),
+        "cost_by_role": cost.get("by_role", {}),
+        "seconds": round(seconds, 3),
+    }
+    if passages:
+        row.update(option_evidence(example.options, example.answer, [p["contents"] for p in passages]))
+    return row
+
+
+def run_one(program: Callable, example: dspy.Example, method: str, judge: Callable | None = None,
+            metric: Callable | None = None, debug: bool = False) -> dict[str, Any]:
+    """One question through one program: its row, judged and scored (`metric`, as DSPy's metrics) when asked."""
+    started = time.perf_counter()
+    try:
+        prediction = program(question=example.question, options=example.options)
+    except (LMTransportError, LMAuthError) as exc:  # systemic: every further question would fail the same way
+        raise BackendError(f"LM backend failed after retries: {explain_lm_error(exc)}; finished rows are kept, "
+                           "re-run to resume") from exc
+    except HyporagError:
+        raise  # a setting the user must fix: it would fail every question alike
+    except Exception as exc:  # a failing question is recorded, never fatal to the run
+        if debug:
+            traceback.print_exc()
+        detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        row = result_row(example, method, None, time.perf_counter() - started, error=detail)
+        return {**row, "score": 0.0} if metric is not None else row
+    row = result_row(example, method, prediction, time.perf_counter() - started)
+    if metric is not None:
+        row["score"] = float(metric(example, prediction))
+    if judge is not None and prediction.passages:
+        judge_started = time.perf_counter()
+        try:
+            verdict = judge(question=example.question, options=example.options, answer=example.answer,
+                            passages=prediction.passages)
+            row.update(judge_label=verdict.label, judge_reason=verdict.reason, judge_calls=verdict.cost["calls"],
+                       judge_input_tokens=verdict.cost["input_tokens"],
+                       judge_output_tokens=verdict.cost["output_tokens"],
+                       judge_seconds=round(time.perf_counter() - judge_started, 3))
+        except Exception as exc:  # the answer stands; only the label is missing
+            row["judge_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    return row
+
+
+def evaluate(programs: dict[str, Callable], examples: Sequence[dspy.Example], threads: int = 1,
+             judge: Callable | None = None, metric: Callable | None = None,
+             sink: Callable[[dict], None] | None = None, skip: set[tuple[str, str]] = frozenset(),
+             progress: bool = False, debug: bool = False, desc: str = "eval") -> list[dict[str, Any]]:
+    """Every (method, question) pair not in `skip` (pairs of question id and method), question by question
+    across methods; returns the rows in completion order and hands each to `sink` as it finishes."""
+    from tqdm import tqdm
+
+    todo = [(m, e) for e in examples for m in programs if (e.id, m) not in skip]
+    total = len(examples) * len(programs)
+    bar = tqdm(total=total, initial=total - len(todo), desc=desc, unit="answer", disable=not progress)
+    rows: list[dict[str, Any]] = []
+    try:
+        for _, row in run_parallel(lambda task: run_one(programs[task[0]], task[1], task[0], judge, metric, debug),
+                                   todo, threads):
+            ResultRow.check(row)
+            rows.append(row)
+            if sink is not None:
+                sink(row)
+            bar.update(1)
+    finally:  # the bar ends its line, so an error after it stands on a line of its own
+        bar.close()
+    return rows

@@ -1,0 +1,57 @@
+"""One result row: the record `hyporag eval` appends per (question, method), and what every reader may rely on.
+
+Rows are JSON objects on disk (results.jsonl); this is their one definition. Readers use `ResultRow.of(dict)`
+(attribute access, defaults for fields an older run did not write) instead of string keys of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+@dataclass
+class ResultRow:
+    question_id: str
+    method: str
+    answer: str | None
+    gold: str
+    correct: bool
+    parse_failure: bool = False
+    query_parse_failures: int = 0
+    contrast_fallback: str | None = None
+    error: str | None = None
+    passage_ids: list[str] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
+    hypothesis: dict | None = None
+    retrieval_sees_options: bool | None = None
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_by_role: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    gold_in_context: bool | None = None
+    distractor_in_context: bool | None = None
+    judge_label: str | None = None
+    judge_reason: str | None = None
+    judge_calls: int = 0
+    judge_input_tokens: int = 0
+    judge_output_tokens: int = 0
+    judge_seconds: float = 0.0
+    judge_error: str | None = None
+    score: float | None = None  # the metric's value, when a metric ran (compile, tune)
+
+    REQUIRED = ("question_id", "method", "answer", "gold", "correct")
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> ResultRow:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in row.items() if k in names})
+
+    @classmethod
+    def check(cls, row: dict[str, Any]) -> None:
+        """A row a writer is about to store must name every field readers rely on and no field they do not know."""
+        unknown = set(row) - {f.name for f in fields(cls)}
+        missing = [k for k in cls.REQUIRED if k not in row]
+        if unknown or missing:
+            raise ValueError(f"result row: unknown fields {sorted(unknown)}, missing {missing}")

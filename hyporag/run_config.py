@@ -1,0 +1,112 @@
+"""The settings of one run, built once from the project file and the command line (or the API), never mutated.
+
+Precedence: a flag given on the command line, then `hyporag.toml` (in the working directory, or `--config`), then
+the defaults below. Keys are flat: a run setting (`dataset`, `lm`, `threads`, ...) or a program setting of any
+method (`budget`, `lam`, `per_query_k`, `domain`, ...); anything else is refused, naming the file and key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from hyporag.errors import ConfigError
+
+PROJECT_FILE = "hyporag.toml"
+DEFAULT_CORPUS = "medcorp-local"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a command shares: data, index, LMs and how the run executes. Program settings ride along in
+    `program_settings` and go to each method's own config (`programs.registry.method_config`)."""
+
+    data_dir: str | None = None
+    dataset: str | None = None
+    corpus: str | None = None
+    index_dir: str | None = None
+    retriever: str | None = None
+    faiss: str = "flat"
+    rrf_k: int = 60
+    lm: str = "local:qwen2.5-coder-1.5b"
+    hypothesis_lm: str | None = None
+    answer_lm: str | None = None
+    judge_lm: str | None = None
+    api_base: str | None = None
+    api_key: str | None = None
+    max_tokens: int = 512
+    timeout: float | None = None
+    retries: int = 3
+    no_cache: bool = False
+    adapter: str = "auto"
+    context_tokens: int | None = None
+    methods: str = "cot,rag"
+    program: str | None = None
+    limit: int | None = None
+    seed: int = 0
+    threads: int = 1
+    out: str | None = None
+    skip_bad_rows: bool = False
+    dur: bool = False
+    debug: bool = False
+    program_settings: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)  # setting -> where it came from (flag, file, default)
+
+    @property
+    def method_list(self) -> list[str]:
+        return [m.strip() for m in self.methods.split(",") if m.strip()]
+
+    def replace(self, **changes: Any) -> RunConfig:
+        return dataclasses.replace(self, **changes)
+
+
+RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"program_settings", "sources"}
+
+
+def _program_fields() -> set[str]:
+    from hyporag.programs.registry import CONFIGS
+
+    return {name for config in CONFIGS for name in config.__dataclass_fields__}
+
+
+def read_project_file(path: Path | None) -> tuple[dict[str, Any], str | None]:
+    """The project file's settings (empty when there is none); a bad file is one line naming it."""
+    explicit = path is not None
+    path = path or Path.cwd() / PROJECT_FILE
+    if not path.is_file():
+        if explicit:
+            raise ConfigError(f"{path}: project file not found")
+        return {}, None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    return data, str(path)
+
+
+def build_run_config(flags: dict[str, Any], project: dict[str, Any] | None = None,
+                     project_path: str | None = None) -> RunConfig:
+    """Merge defaults < project file < flags given on the command line into one RunConfig."""
+    program_names = _program_fields()
+    run: dict[str, Any] = {}
+    program: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for origin, values in ((project_path or PROJECT_FILE, project or {}), ("command line", flags)):
+        for key, value in values.items():
+            if value is None:
+                continue
+            key = key.replace("-", "_")
+            if key in RUN_FIELDS:
+                run[key] = value
+            elif key in program_names:
+                program[key] = value
+            elif origin == "command line":
+                continue  # a command's own flag (--question, --optimizer, ...): not a shared setting
+            else:
+                raise ConfigError(f"{origin}: unknown setting {key!r} (run settings: {', '.join(sorted(RUN_FIELDS))}; "
+                                  f"program settings: {', '.join(sorted(program_names))})")
+            sources[key] = origin
+    return RunConfig(**run, program_settings=program, sources=sources)

@@ -1,0 +1,101 @@
+"""`hyporag fit`: a tuned, frozen program for a new domain in one command, stage by stage, resumable.
+
+index → split (seeded train / validation / held-out; no optimizer sees held-out) → tune (the numbers: our Optuna
+study on validation) → compile (the prompts: a teleprompter on train, validation) → freeze (the artifact) →
+evaluate (untuned vs tuned vs rag on held-out, paired) → report. Each finished stage is recorded in
+`<out>/fit.json` with its time and LM calls, so a killed fit re-run skips what is done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from hyporag.atomic import write_json_atomic
+from hyporag.errors import HyporagError
+from hyporag.programs.cost import CostMeter
+
+STAGES = ("index", "split", "tune", "compile", "freeze", "evaluate", "report")
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """What a fit does; its fingerprint ties `<out>/fit.json` to these settings."""
+
+    method: str
+    dataset: str
+    out: str
+    fractions: tuple[float, float, float] = (0.5, 0.25, 0.25)
+    trials: int = 6
+    optimizer: str | None = "bootstrap"  # None: numbers only
+    metric: str = "accuracy"
+    seed: int = 0
+    max_demos: int = 2
+    program_settings: tuple = ()
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def three_way_split(examples: list, fractions: tuple[float, float, float], seed: int) -> dict[str, list]:
+    """A seeded shuffle cut into disjoint train / validation / held-out lists (each at least one question)."""
+    if len(fractions) != 3 or any(f <= 0 for f in fractions) or abs(sum(fractions) - 1.0) > 1e-6:
+        raise HyporagError(f"--splits {fractions}: give three positive fractions that add up to 1")
+    if len(examples) < 3:
+        raise HyporagError(f"{len(examples)} questions are too few to split three ways")
+    order = list(examples)
+    random.Random(seed).shuffle(order)
+    n_val = max(1, round(len(order) * fractions[1]))
+    n_held = max(1, round(len(order) * fractions[2]))
+    n_train = len(order) - n_val - n_held
+    if n_train < 1:
+        raise HyporagError(f"{len(order)} questions leave no training question with --splits {fractions}")
+    return {"train": order[:n_train], "val": order[n_train:n_train + n_val], "heldout": order[n_train + n_val:]}
+
+
+class FitState:
+    """`<out>/fit.json`: the plan's fingerprint and each finished stage's result, written atomically."""
+
+    def __init__(self, out: Path, plan: FitPlan):
+        self.path = out / "fit.json"
+        self.plan = plan
+        self.data: dict[str, Any] = {"plan": asdict(plan), "fingerprint": plan.fingerprint(), "stages": {}}
+        if self.path.is_file():
+            saved = json.loads(self.path.read_text(encoding="utf-8"))
+            if saved.get("fingerprint") != plan.fingerprint():
+                raise HyporagError(f"{self.path}: this directory holds a fit with other settings; use another --out "
+                                   "(a fit never overwrites another)")
+            self.data = saved
+
+    def done(self, stage: str) -> dict | None:
+        return self.data["stages"].get(stage)
+
+    def finish(self, stage: str, result: dict) -> None:
+        self.data["stages"][stage] = result
+        write_json_atomic(self.path, self.data)
+
+
+def run_stage(state: FitState, stage: str, work: Callable[[], dict], log: Callable[[str], None]) -> dict:
+    """Run `work` unless the stage is already recorded; log one line with its time and LM calls."""
+    number = STAGES.index(stage) + 1
+    previous = state.done(stage)
+    if previous is not None:
+        log(f"[{number}/{len(STAGES)}] {stage}: done before ({previous.get('summary', '')}), skipped")
+        return previous
+    log(f"[{number}/{len(STAGES)}] {stage} ...")
+    meter, started = CostMeter(), time.perf_counter()
+    with meter.step(stage):
+        result = work()
+    cost = meter.roles[stage]
+    result = {**result, "seconds": round(time.perf_counter() - started, 1), "lm_calls": int(cost["calls"]),
+              "input_tokens": int(cost["input_tokens"]), "output_tokens": int(cost["output_tokens"])}
+    state.finish(stage, result)
+    log(f"[{number}/{len(STAGES)}] {stage}: {result.get('summary', 'done')} ({result['seconds']:.0f} s, "
+        f"{result['lm_calls']} LM calls)")
+    return result

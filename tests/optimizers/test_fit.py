@@ -1,0 +1,87 @@
+"""`hyporag fit` end to end with DummyLM: every stage, held-out never seen by an optimizer, resume skips stages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from dspy.utils import DummyLM
+
+from hyporag.cli import build_parser, run_config
+from hyporag.cli_fit import run_fit
+from hyporag.errors import HyporagError
+from hyporag.programs.lm import LMRoles
+from tests.conftest import PASSAGES, write_jsonl
+
+REPLIES = {"[[ ## target_hypothesis ## ]]": {"target_hypothesis": "Beta cells secrete insulin.",
+                                            "mimic_hypothesis": "Alpha cells secrete glucagon."},
+           "[[ ## answer ## ]]": {"answer": "A"}}
+
+
+class SharedDummyLM(DummyLM):
+    """One history for the LM and the copies teleprompters make of programs (and of the LMs inside them)."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def fit_args(tmp_path, *extra):
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", [{"id": i, "title": t, "contents": c} for i, t, c in PASSAGES])
+    questions = [{"id": f"q{i}", "question": f"Which cells secrete hormone {i}?",
+                  "options": {"A": "Beta cells", "B": "Alpha cells"}, "answer": "A" if i % 3 else "B"}
+                 for i in range(12)]
+    dataset = write_jsonl(tmp_path / "dev.jsonl", questions)
+    argv = ["fit", "--dataset", str(dataset), "--corpus", str(corpus), "--method", "chr", "--out",
+            str(tmp_path / "fit"), "--trials", "2", "--budget", "2", "--domain", "endocrinology", *extra]
+    args = build_parser().parse_args(argv)
+    return args, run_config(args)
+
+
+def test_fit_runs_every_stage_and_a_rerun_skips_them(tmp_path, capsys):
+    args, config = fit_args(tmp_path)
+    lm = SharedDummyLM(dict(REPLIES))
+    state = run_fit(args, config, LMRoles.from_lms(lm))
+    assert list(state["stages"]) == ["index", "split", "tune", "compile", "freeze", "evaluate", "report"]
+    split = state["stages"]["split"]
+    assert (len(split["train"]), len(split["val"]), len(split["heldout"])) == (6, 3, 3)
+    assert not set(split["heldout"]) & (set(split["train"]) | set(split["val"]))
+    assert all(s["lm_calls"] >= 0 and s["seconds"] >= 0 for s in state["stages"].values())
+    assert state["stages"]["tune"]["lm_calls"] > 0 and state["stages"]["evaluate"]["lm_calls"] > 0
+    out = tmp_path / "fit"
+    manifest = json.loads((out / "artifact" / "manifest.json").read_text())
+    assert manifest["program_settings"]["domain"] == "endocrinology" and manifest["splits"]["heldout"] == 3
+    # no held-out question reached an optimizer: the prompts of the tune and compile stages never name one
+    heldout_questions = {f"hormone {q[1:]}?" for q in split["heldout"]}
+    optimizer_calls = state["stages"]["tune"]["lm_calls"] + state["stages"]["compile"]["lm_calls"]
+    seen = " ".join(str(h["messages"]) for h in lm.history[:optimizer_calls])
+    assert optimizer_calls > 0 and not any(q in seen for q in heldout_questions)
+    rows = [json.loads(line) for line in (out / "heldout" / "results.jsonl").read_text().splitlines()]
+    assert {r["method"] for r in rows} == {"rag", "untuned", "tuned"} and len(rows) == 9
+    assert "endocrinology" in str(lm.history[0]["messages"]) and "medical" not in str(lm.history[0]["messages"])
+    report = (out / "report.md").read_text()
+    assert "| tuned vs untuned |" in report and "| tune |" in report and (out / "report.json").is_file()
+
+    calls = len(lm.history)
+    again = run_fit(args, config, LMRoles.from_lms(lm))  # a killed or finished fit: done stages are skipped
+    assert len(lm.history) == calls and again["stages"] == state["stages"]
+    assert "skipped" in capsys.readouterr().err
+
+
+def test_fit_refuses_another_fit_in_the_same_directory(tmp_path):
+    args, config = fit_args(tmp_path)
+    run_fit(args, config, LMRoles.from_lms(DummyLM(dict(REPLIES))))
+    args, config = fit_args(tmp_path, "--trials", "3")
+    with pytest.raises(HyporagError, match="holds a fit with other settings"):
+        run_fit(args, config, LMRoles.from_lms(DummyLM(dict(REPLIES))))
+
+
+def test_project_file_settings_and_flags_on_top(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hyporag.toml").write_text('dataset = "dev.jsonl"\nbudget = 3\nlm = "openai/m"\nlam = 0.5\n')
+    args = build_parser().parse_args(["eval", "--budget", "4"])
+    config = run_config(args)
+    assert config.dataset == "dev.jsonl" and config.lm == "openai/m"
+    assert config.program_settings == {"budget": 4, "lam": 0.5}  # the flag wins over the file
+    (tmp_path / "hyporag.toml").write_text('datset = "typo.jsonl"\n')
+    with pytest.raises(HyporagError, match="hyporag.toml: unknown setting 'datset'"):
+        run_config(build_parser().parse_args(["eval"]))
