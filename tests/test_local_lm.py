@@ -41,3 +41,52 @@ def test_hcqr_and_chr_end_to_end_with_the_embedded_model(tmp_path):
         assert row["retrieval_sees_options"] is True
     assert all(len(r["queries"]) == 3 for (m, _), r in rows.items() if m == "hcqr")
     assert all(r["hypothesis"]["target"] and r["hypothesis"]["mimic"] for (m, _), r in rows.items() if m == "chr")
+
+
+def test_readme_python_api_example_runs_as_written(tmp_path, monkeypatch):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Python API.*?```python\n(.*?)```", readme, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - the README's own example
+    assert (tmp_path / "runs" / "api" / "summary.json").is_file()
+
+
+def test_fit_with_the_embedded_model_on_six_questions(tmp_path, capsys):
+    import json
+
+    from tests.conftest import write_jsonl
+
+    questions = [
+        {"id": "s1", "question": "Which module provides a heap queue (priority queue) algorithm?",
+         "options": {"A": "heapq", "B": "bisect"}, "answer": "A"},
+        {"id": "s2", "question": "Which module keeps a list sorted without sorting after each insertion?",
+         "options": {"A": "heapq", "B": "bisect"}, "answer": "B"},
+        {"id": "s3", "question": "Which function serializes an object to a JSON formatted str?",
+         "options": {"A": "json.dumps", "B": "json.loads"}, "answer": "A"},
+        {"id": "s4", "question": "Which function makes a deep copy of an object?",
+         "options": {"A": "copy.copy", "B": "copy.deepcopy"}, "answer": "B"},
+        {"id": "s5", "question": "Which class counts hashable objects?",
+         "options": {"A": "collections.Counter", "B": "collections.deque"}, "answer": "A"},
+        {"id": "s6", "question": "Which function recursively deletes a directory tree?",
+         "options": {"A": "shutil.copytree", "B": "shutil.rmtree"}, "answer": "B"},
+    ]
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", [
+        {"id": "heapq", "title": "heapq", "contents": "Heap queue algorithm (a.k.a. priority queue)."},
+        {"id": "bisect", "title": "bisect", "contents": "Bisection algorithms: maintain a list in sorted order."},
+        {"id": "json.dumps", "title": "json.dumps", "contents": "Serialize obj to a JSON formatted str."},
+        {"id": "copy.deepcopy", "title": "copy.deepcopy", "contents": "Deep copy operation on arbitrary objects."},
+        {"id": "Counter", "title": "collections.Counter", "contents": "Dict subclass for counting hashable items."},
+        {"id": "rmtree", "title": "shutil.rmtree", "contents": "Recursively delete a directory tree."}])
+    dataset = write_jsonl(tmp_path / "dev.jsonl", questions)
+    out = tmp_path / "fit"
+    assert main(["fit", "--dataset", str(dataset), "--corpus", str(corpus), "--method", "chr", "--out", str(out),
+                 "--trials", "2", "--budget", "2", "--splits", "0.34,0.33,0.33", "--max-demos", "1",
+                 "--domain", "Python standard library", "--max-tokens", "200"]) == 0
+    state = json.loads((out / "fit.json").read_text())
+    assert list(state["stages"]) == ["index", "split", "tune", "compile", "freeze", "evaluate", "report"]
+    rows = [json.loads(line) for line in (out / "heldout" / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 6 and all(r["error"] is None and r["answer"] in "AB" for r in rows)
+    assert "tuned vs untuned" in (out / "report.md").read_text()
