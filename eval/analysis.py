@@ -7,13 +7,14 @@ from collections import defaultdict
 from itertools import combinations
 
 from hyporag.eval.paired import paired_comparison
+from hyporag.eval.row import ResultRow
 from hyporag.judge_labels import LABELS
 
 
-def _by_method(rows: list[dict]) -> dict[str, dict[str, dict]]:
-    grouped: dict[str, dict[str, dict]] = defaultdict(dict)
-    for row in rows:
-        grouped[row["method"]][row["question_id"]] = row
+def _by_method(rows: list[dict]) -> dict[str, dict[str, ResultRow]]:
+    grouped: dict[str, dict[str, ResultRow]] = defaultdict(dict)
+    for row in map(ResultRow.of, rows):
+        grouped[row.method][row.question_id] = row
     return grouped
 
 
@@ -21,8 +22,8 @@ def paired_against(rows: list[dict], baseline: str = "rag") -> dict[str, dict]:
     grouped = _by_method(rows)
     if baseline not in grouped:
         return {}
-    base = {q: bool(r["correct"]) for q, r in grouped[baseline].items()}
-    return {m: paired_comparison({q: bool(r["correct"]) for q, r in qs.items()}, base)
+    base = {q: bool(r.correct) for q, r in grouped[baseline].items()}
+    return {m: paired_comparison({q: bool(r.correct) for q, r in qs.items()}, base)
             for m, qs in grouped.items() if m != baseline}
 
 
@@ -30,7 +31,7 @@ def dur(rows: list[dict]) -> dict[str, dict]:
     """Per method: label counts over judged questions and DUR = (Entailed + Useful) / judged."""
     out = {}
     for method, qs in _by_method(rows).items():
-        labels = [r.get("judge_label") for r in qs.values() if r.get("judge_label")]
+        labels = [r.judge_label for r in qs.values() if r.judge_label]
         if not labels:
             continue
         counts = {label: labels.count(label) for label in LABELS}
@@ -47,12 +48,12 @@ def utility_conditioned_accuracy(rows: list[dict], reference: str = "cot") -> di
     for method, qs in grouped.items():
         per_label = {}
         for label in LABELS:
-            ids = [q for q, r in qs.items() if r.get("judge_label") == label]
+            ids = [q for q, r in qs.items() if r.judge_label == label]
             if not ids:
                 continue
-            acc = sum(bool(qs[q]["correct"]) for q in ids) / len(ids)
+            acc = sum(bool(qs[q].correct) for q in ids) / len(ids)
             shared = [q for q in ids if q in ref]
-            ref_acc = sum(bool(ref[q]["correct"]) for q in shared) / len(shared) if shared else None
+            ref_acc = sum(bool(ref[q].correct) for q in shared) / len(shared) if shared else None
             per_label[label] = {"n": len(ids), "accuracy": acc,
                                 "delta_vs_" + reference: None if ref_acc is None else acc - ref_acc}
         if per_label:
@@ -64,14 +65,14 @@ def disagreement_overlap(rows: list[dict], top: int = 5) -> list[dict]:
     """Mean Jaccard overlap of two methods' top-`top` passage ids where exactly one of them is right, and the share
     of those questions where the two lists share no passage (the CHR paper's redirection-vs-reranking figure)."""
     grouped = _by_method(rows)
-    retrieving = [m for m, qs in grouped.items() if any(r.get("passage_ids") for r in qs.values())]
+    retrieving = [m for m, qs in grouped.items() if any(r.passage_ids for r in qs.values())]
     out = []
     for a, b in combinations(retrieving, 2):
         overlaps = []
         for q in set(grouped[a]) & set(grouped[b]):
             ra, rb = grouped[a][q], grouped[b][q]
-            if bool(ra["correct"]) != bool(rb["correct"]):
-                sa, sb = set(ra["passage_ids"][:top]), set(rb["passage_ids"][:top])
+            if bool(ra.correct) != bool(rb.correct):
+                sa, sb = set(ra.passage_ids[:top]), set(rb.passage_ids[:top])
                 overlaps.append(len(sa & sb) / len(sa | sb) if sa | sb else 1.0)
         if overlaps:
             out.append({"a": a, "b": b, "disagreements": len(overlaps), "mean_jaccard": sum(overlaps) / len(overlaps),
@@ -82,11 +83,11 @@ def disagreement_overlap(rows: list[dict], top: int = 5) -> list[dict]:
 def evidence_rates(rows: list[dict]) -> dict[str, dict]:
     out = {}
     for method, qs in _by_method(rows).items():
-        with_context = [r for r in qs.values() if r.get("passage_ids")]
+        with_context = [r for r in qs.values() if r.passage_ids]
         if with_context:
             out[method] = {
-                "gold_in_context": sum(bool(r.get("gold_in_context")) for r in with_context) / len(with_context),
-                "distractor_in_context": sum(bool(r.get("distractor_in_context")) for r in with_context)
+                "gold_in_context": sum(bool(r.gold_in_context) for r in with_context) / len(with_context),
+                "distractor_in_context": sum(bool(r.distractor_in_context) for r in with_context)
                 / len(with_context),
             }
     return out
@@ -103,11 +104,11 @@ def cost_by_role(rows: list[dict]) -> dict[str, dict[str, dict]]:
     for method, qs in _by_method(rows).items():
         totals: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(COST_FIELDS, 0.0))
         for r in qs.values():
-            for role, cost in (r.get("cost_by_role") or {}).items():
+            for role, cost in (r.cost_by_role or {}).items():
                 for field in COST_FIELDS:
                     totals[role][field] += cost.get(field, 0) or 0
-            if r.get("judge_label") or r.get("judge_calls"):
+            if r.judge_label or r.judge_calls:
                 for field in COST_FIELDS:
-                    totals["judge"][field] += r.get(f"judge_{field}", 0) or 0
+                    totals["judge"][field] += getattr(r, f"judge_{field}", 0) or 0
         out[method] = {role: {f: v / len(qs) for f, v in t.items()} for role, t in totals.items()}
     return out

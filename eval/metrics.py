@@ -6,6 +6,8 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 
+from hyporag.eval.row import ResultRow
+
 
 def wilson_interval(correct: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     """95% Wilson score interval: well-behaved at small n and near 0 or 1, unlike the normal approximation."""
@@ -19,13 +21,13 @@ def wilson_interval(correct: int, n: int, z: float = 1.959964) -> tuple[float, f
 
 def summarize(rows: Iterable[dict]) -> list[dict]:
     """One summary per method, in first-seen order."""
-    by_method: dict[str, list[dict]] = defaultdict(list)
-    for row in rows:
-        by_method[row["method"]].append(row)
+    by_method: dict[str, list[ResultRow]] = defaultdict(list)
+    for row in map(ResultRow.of, rows):
+        by_method[row.method].append(row)
     summary = []
     for method, items in by_method.items():
         n = len(items)
-        correct = sum(1 for r in items if r.get("correct"))
+        correct = sum(1 for r in items if r.correct)
         low, high = wilson_interval(correct, n)
         summary.append({
             "method": method,
@@ -33,14 +35,14 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
             "accuracy": correct / n if n else 0.0,
             "ci95_low": low,
             "ci95_high": high,
-            "parse_failures": sum(1 for r in items if r.get("parse_failure")),
-            "errors": sum(1 for r in items if r.get("error")),
-            "query_fallbacks": sum(1 for r in items if r.get("query_parse_failures")),
-            "contrast_fallbacks": sum(1 for r in items if r.get("contrast_fallback")),
-            "calls_per_q": sum(r.get("calls", 0) for r in items) / n if n else 0.0,
-            "input_tokens_per_q": sum(r.get("input_tokens", 0) for r in items) / n if n else 0.0,
-            "output_tokens_per_q": sum(r.get("output_tokens", 0) for r in items) / n if n else 0.0,
-            "seconds_per_q": sum(r.get("seconds", 0.0) for r in items) / n if n else 0.0,
+            "parse_failures": sum(1 for r in items if r.parse_failure),
+            "errors": sum(1 for r in items if r.error),
+            "query_fallbacks": sum(1 for r in items if r.query_parse_failures),
+            "contrast_fallbacks": sum(1 for r in items if r.contrast_fallback),
+            "calls_per_q": sum(r.calls for r in items) / n if n else 0.0,
+            "input_tokens_per_q": sum(r.input_tokens for r in items) / n if n else 0.0,
+            "output_tokens_per_q": sum(r.output_tokens for r in items) / n if n else 0.0,
+            "seconds_per_q": sum(r.seconds for r in items) / n if n else 0.0,
         })
     return summary
 

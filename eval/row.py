@@ -14,9 +14,9 @@ from typing import Any
 class ResultRow:
     question_id: str
     method: str
-    answer: str | None
-    gold: str
-    correct: bool
+    answer: str | None = None
+    gold: str = ""
+    correct: bool = False
     parse_failure: bool = False
     query_parse_failures: int = 0
     contrast_fallback: str | None = None
