@@ -16,6 +16,7 @@ from hyporag.errors import RunFailedError
 from hyporag.eval.evaluate import evaluate
 from hyporag.eval.report import write_report
 from hyporag.eval.results_store import ResultsStore
+from hyporag.eval.row import ResultRow
 
 
 def run_evaluation(programs: dict[str, Callable], examples: Sequence[dspy.Example], out_dir: str | Path,
@@ -35,12 +36,12 @@ def run_evaluation(programs: dict[str, Callable], examples: Sequence[dspy.Exampl
 
 def refuse_all_errored(rows: list[dict], out_dir: Path) -> None:
     """Raise when some method has rows and every one of them errored, naming the first error."""
-    by_method: dict[str, list[dict]] = {}
-    for row in rows:
-        by_method.setdefault(row["method"], []).append(row)
-    failed = {m: items for m, items in by_method.items() if items and all(r.get("error") for r in items)}
+    by_method: dict[str, list[ResultRow]] = {}
+    for row in map(ResultRow.of, rows):
+        by_method.setdefault(row.method, []).append(row)
+    failed = {m: items for m, items in by_method.items() if items and all(r.error for r in items)}
     if failed:
         method, items = next(iter(failed.items()))
         raise RunFailedError(f"every question of {', '.join(failed)} errored (first, {method} on "
-                             f"{items[0]['question_id']}: {items[0]['error']}); rows kept in {out_dir}; "
+                             f"{items[0].question_id}: {items[0].error}); rows kept in {out_dir}; "
                              "fix the cause and re-run the same command (errored rows are retried)")

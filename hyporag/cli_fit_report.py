@@ -9,10 +9,12 @@ from pathlib import Path
 from hyporag.atomic import write_json_atomic, write_text_atomic
 from hyporag.eval.paired import paired_comparison
 from hyporag.eval.results_store import latest_rows, read_rows
+from hyporag.eval.row import ResultRow
 
 
 def _paired(rows: list[dict], a: str, b: str) -> dict:
-    by = {m: {r["question_id"]: bool(r["correct"]) for r in rows if r["method"] == m} for m in (a, b)}
+    typed = [ResultRow.of(r) for r in rows]
+    by = {m: {r.question_id: bool(r.correct) for r in typed if r.method == m} for m in (a, b)}
     return paired_comparison(by[a], by[b])
 
 
