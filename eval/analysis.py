@@ -112,3 +112,21 @@ def cost_by_role(rows: list[dict]) -> dict[str, dict[str, dict]]:
                     totals["judge"][field] += getattr(r, f"judge_{field}", 0) or 0
         out[method] = {role: {f: v / len(qs) for f, v in t.items()} for role, t in totals.items()}
     return out
+
+
+def mechanism(rows: list[dict]) -> dict[str, dict]:
+    """Does the answer step overturn a wrong hypothesis from the evidence (the papers' claim)? Per method whose
+    rows name a hypothesis option: how often it is the gold option, how often the answer follows it, and, when it
+    is wrong, how often the answer is the gold option instead."""
+    out = {}
+    for method, qs in _by_method(rows).items():
+        named = [r for r in qs.values() if r.hypothesis_option and not r.error]
+        if not named:
+            continue
+        wrong = [r for r in named if r.hypothesis_option != r.gold]
+        out[method] = {"n": len(named),
+                       "hypothesis_gold": sum(r.hypothesis_option == r.gold for r in named) / len(named),
+                       "answer_follows": sum(r.answer == r.hypothesis_option for r in named) / len(named),
+                       "wrong_hypotheses": len(wrong),
+                       "overturned_to_gold": sum(r.answer == r.gold for r in wrong) / len(wrong) if wrong else None}
+    return out

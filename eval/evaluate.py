@@ -16,7 +16,7 @@ import dspy
 from dspy.utils.exceptions import LMAuthError, LMTransportError
 
 from hyporag.errors import BackendError, HyporagError
-from hyporag.eval.evidence import option_evidence
+from hyporag.eval.evidence import hypothesis_option, option_evidence
 from hyporag.eval.parallel import run_parallel
 from hyporag.eval.row import ResultRow
 from hyporag.programs.lm import explain_lm_error
@@ -50,6 +50,9 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
     }
     if passages:
         row.update(option_evidence(example.options, example.answer, [p["contents"] for p in passages]))
+    named = hypothesis_option(row["hypothesis"], example.options)
+    if named is not None:
+        row["hypothesis_option"] = named
     return row
 
 

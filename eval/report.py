@@ -36,6 +36,8 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
         "top5_overlap_on_disagreements": analysis.disagreement_overlap(rows, 5),
         "evidence": evidence,
         "cost_by_role": analysis.cost_by_role(rows),
+        "mechanism": analysis.mechanism(rows),
+        "parse_rules": {m: p.get("parse", "strict") for m, p in (settings.get("program") or {}).items()},
     }
 
 
@@ -67,6 +69,17 @@ def markdown(report: dict) -> str:
         for o in report["top5_overlap_on_disagreements"]:
             lines.append(f"| {o['a']} | {o['b']} | {o['disagreements']} | {o['mean_jaccard']:.3f} | "
                          f"{cell(o.get('no_shared'))} |")
+    if report.get("mechanism"):
+        lines += ["", "| method | hypotheses naming an option | names the gold option | answer follows it | "
+                  "wrong hypotheses | answer overturns to gold |", "|---|---:|---:|---:|---:|---:|"]
+        for method, m in report["mechanism"].items():
+            lines.append(f"| {method} | {m['n']} | {m['hypothesis_gold']:.3f} | {m['answer_follows']:.3f} | "
+                         f"{m['wrong_hypotheses']} | {cell(m['overturned_to_gold'])} |")
+    rules = report.get("parse_rules") or {}
+    if rules:
+        lines += ["", "Unparseable answers: " + "; ".join(
+            f"{rule} ({'scored wrong' if rule == 'strict' else 'scored as A, MIRAGE'}) for "
+            + ", ".join(m for m, r in rules.items() if r == rule) for rule in sorted(set(rules.values()))) + "."]
     if report.get("cost_by_role"):
         lines += ["", "| method | role | calls/q | in tok/q | out tok/q | s/q |", "|---|---|---:|---:|---:|---:|"]
         for method, roles in report["cost_by_role"].items():

@@ -24,6 +24,7 @@ class ResultRow:
     passage_ids: list[str] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
     hypothesis: dict | None = None
+    hypothesis_option: str | None = None  # the option the hypothesis names (HCQR's letter; CHR's H+ by option text)
     retrieval_sees_options: bool | None = None
     calls: int = 0
     input_tokens: int = 0

@@ -22,15 +22,25 @@ def format_context(passages: Sequence[Hit], preface: str = "") -> str:
     return "\n\n".join(lines) if lines else NO_CONTEXT
 
 
+PARSE_RULES = ("strict", "mirage")
+MIRAGE_FALLBACK = "A"  # MIRAGE's locate_answer: output that matches no choice is scored as option A
+
+
 class AnswerStep(dspy.Module):
     """Predict the option letter; the answer is typed as a Literal of the letters present, so a JSON schema
-    constrains it on local models. An unparseable reply is a parse failure (scored wrong, as MIRAGE does)."""
+    constrains it on local models. An unparseable reply is always counted as a parse failure; the `parse` rule
+    says how it is scored: `strict`, wrong (no answer); `mirage`, MIRAGE's rule, option "A"."""
 
-    def __init__(self, reasoning: bool = False, domain: Domain | None = None):
+    def __init__(self, reasoning: bool = False, domain: Domain | None = None, parse: str = "strict"):
         super().__init__()
         self.reasoning = reasoning
+        self.parse = parse
         signature = for_domain(AnswerQuestion, domain or Domain())
         self.predict = dspy.ChainOfThought(signature) if reasoning else dspy.Predict(signature)
+
+    def _unparseable(self, options: dict[str, str]) -> dspy.Prediction:
+        fallback = MIRAGE_FALLBACK if self.parse == "mirage" and MIRAGE_FALLBACK in options else None
+        return dspy.Prediction(answer=fallback, parse_failure=True)
 
     def forward(self, question: str, options: dict[str, str], context: str) -> dspy.Prediction:
         predictor = self.predict.predict if self.reasoning else self.predict
@@ -40,8 +50,8 @@ class AnswerStep(dspy.Module):
             result = predictor(question=question, options=format_options(options), context=context,
                                signature=signature)
         except AdapterParseError:
-            return dspy.Prediction(answer=None, parse_failure=True)
+            return self._unparseable(options)
         letter = str(result.answer).strip().upper()[:1]
         if letter not in options:
-            return dspy.Prediction(answer=None, parse_failure=True)
+            return self._unparseable(options)
         return dspy.Prediction(answer=letter, parse_failure=False)

@@ -56,7 +56,7 @@ class MCQProgram(dspy.Module):
         self.roles = roles
         self.config = config
         self.domain = Domain.named(config.domain, config.corpus_description)
-        self.answer = AnswerStep(reasoning=config.reasoning, domain=self.domain)
+        self.answer = AnswerStep(reasoning=config.reasoning, domain=self.domain, parse=config.parse)
 
     @property
     def budget(self) -> int:

@@ -39,6 +39,9 @@ class ProgramConfig:
     retrieval_sees_options: bool | None = None  # None: the method's own rule; --options-visible / --question-only
     reasoning: bool = flag("--reasoning", "answer with step-by-step reasoning first", default=False)
     mode: str | None = None  # retriever mode for this program (None: the index's); tuned by `tune`
+    parse: str = flag("--parse", "how an unparseable answer is scored: strict = wrong (default), mirage = "
+                      "MIRAGE's rule, option A; either way it is counted", choices=("strict", "mirage"),
+                      default="strict")
     domain: str = flag("--domain", "what the questions are about, filled into every instruction (default "
                        "medical: the shipped benchmarks' wording)", default="medical")
     corpus_description: str | None = flag("--corpus-description", "what the retriever searches, as the query "
@@ -47,6 +50,8 @@ class ProgramConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.budget, int) or self.budget < 1:
             raise ConfigError(f"{self.method}: budget must be a whole number of passages >= 1, got {self.budget!r}")
+        if self.parse not in ("strict", "mirage"):
+            raise ConfigError(f"{self.method}: unknown parse rule {self.parse!r}: use strict or mirage")
         if self.mode is not None and self.mode not in MODES:
             raise ConfigError(f"{self.method}: unknown retrieval mode {self.mode!r}: use one of {', '.join(MODES)}")
 

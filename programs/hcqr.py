@@ -84,7 +84,8 @@ class HCQR(MCQProgram):
         queries = [str(getattr(rewritten, QUERY_FIELDS[name], None) or question) for name in self.queries]
         trace.queries.extend(queries)
         ranked = self.retriever.search_many(queries, self.per_query_k, mode=self.mode)
-        return merge_to_budget(ranked, self.budget, self.merge_policy)
+        return merge_to_budget(ranked, self.budget, self.merge_policy,
+                               normalize=(self.mode or self.retriever.mode) == "bm25")
 
     @staticmethod
     def _describe(state: dict, options: dict[str, str]) -> str:

@@ -98,3 +98,24 @@ def test_cost_by_role_includes_the_judge_and_adds_up_per_question():
     assert costs["hypothesis"] == {"calls": 0.5, "input_tokens": 200, "output_tokens": 30, "seconds": 2.5}
     assert costs["answer"]["calls"] == 0.5 and costs["judge"]["input_tokens"] == 450
     assert costs["judge"]["seconds"] == 1.5
+
+
+def test_mechanism_counts_followed_and_overturned_hypotheses():
+    from hyporag.eval.analysis import mechanism
+    from hyporag.eval.evidence import hypothesis_option
+
+    options = {"A": "Alpha cells", "B": "Beta cells", "C": "Hepatocytes"}
+    assert hypothesis_option({"likely_option": "b"}, options) == "B"
+    assert hypothesis_option({"target": "Beta cells secrete insulin."}, options) == "B"
+    assert hypothesis_option({"target": "Alpha cells or beta cells"}, options) is None  # names two: unknown
+    rows = [
+        {"question_id": "1", "method": "hcqr", "gold": "B", "answer": "B", "correct": True, "hypothesis_option": "B"},
+        {"question_id": "2", "method": "hcqr", "gold": "B", "answer": "A", "correct": False, "hypothesis_option": "A"},
+        {"question_id": "3", "method": "hcqr", "gold": "C", "answer": "C", "correct": True, "hypothesis_option": "A"},
+        {"question_id": "4", "method": "hcqr", "gold": "C", "answer": "A", "correct": False, "hypothesis_option": "A"},
+        {"question_id": "1", "method": "rag", "gold": "B", "answer": "B", "correct": True},
+    ]
+    m = mechanism(rows)
+    assert set(m) == {"hcqr"}
+    assert m["hcqr"] == {"n": 4, "hypothesis_gold": 0.25, "answer_follows": 0.75, "wrong_hypotheses": 3,
+                         "overturned_to_gold": 1 / 3}

@@ -179,3 +179,13 @@ def test_distinct_hypotheses_are_not_a_fallback(tiny_retriever):
     prediction, _, counting = run("chr", tiny_retriever)
     assert getattr(prediction, "contrast_fallback", None) is None
     assert prediction.hypothesis["similarity"] < 0.95
+
+
+def test_parse_rule_scores_an_unparseable_answer_and_always_counts_it():
+    for parse, expected in (("strict", None), ("mirage", "A")):
+        lm = DummyLM([{"answer": "Z"}] * 3)
+        program = make_program("cot", roles=LMRoles.from_lms(lm), parse=parse)
+        with dspy.context(adapter=dspy.ChatAdapter()):
+            prediction = program(question="Q?", options={"A": "x", "B": "y"})
+        assert prediction.answer == expected and prediction.parse_failure
+        assert program.settings()["parse"] == parse  # recorded in every run and artifact

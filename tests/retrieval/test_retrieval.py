@@ -237,3 +237,17 @@ def test_programs_copied_by_teleprompters_share_one_open_index(tiny_retriever, c
         copy = program.deepcopy()
     assert copy.retriever is tiny_retriever
     assert "Failed to deep copy" not in caplog.text
+
+
+def test_sum_merge_adds_a_passages_scores_over_the_queries_that_found_it():
+    def hit(pid, score):
+        return Hit(pid, "", pid, score)
+
+    first = [hit("a", 10.0), hit("b", 8.0), hit("c", 1.0)]
+    second = [hit("c", 2.0), hit("d", 1.5)]  # another query, another BM25 scale
+    merged = merge_to_budget([first, second], budget=3, policy="sum", normalize=True)
+    # normalised: a 1.0, b 0.8, c 0.1 + 1.0 = 1.1, d 0.75 -> c first, found by both queries
+    assert [h.id for h in merged] == ["c", "a", "b"]
+    assert merged[0].score == pytest.approx(1.1)
+    raw = merge_to_budget([first, second], budget=4, policy="sum")  # comparable scores (cosine) add as they are
+    assert [h.id for h in raw] == ["a", "b", "c", "d"] and raw[2].score == pytest.approx(3.0)
