@@ -82,9 +82,9 @@ class RerankRAG(MCQProgram):
 
 
 class Rewriting(MCQProgram):
-    """One LM-rewritten query; `retrieval_sees_options=True` is the paper's `Rewriting+options` baseline."""
+    """One LM-rewritten query (`rewrite-single`); the papers' "Rewriting" is the multi-query `rewrite`."""
 
-    method = "rewrite"
+    method = "rewrite-single"
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -14,6 +14,7 @@ from hyporag.programs.baselines import CoT, HyDE, Query2DocRAG, RerankRAG, Rewri
 from hyporag.programs.chr import CHR
 from hyporag.programs.config import ProgramConfig
 from hyporag.programs.hcqr import HCQR
+from hyporag.programs.multi_query import MultiQueryRewriting
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,10 @@ METHODS: dict[str, Method] = {
     "cot": Method(CoT),
     "rag": Method(SimpleRAG),
     "rerank": Method(RerankRAG),
-    "rewrite": Method(Rewriting),
-    "rewrite+options": Method(Rewriting, {"retrieval_sees_options": True}),
+    "rewrite": Method(MultiQueryRewriting),
+    "rewrite+options": Method(MultiQueryRewriting, {"retrieval_sees_options": True}),
+    "rewrite-single": Method(Rewriting),
+    "rewrite-single+options": Method(Rewriting, {"retrieval_sees_options": True}),
     "hyde": Method(HyDE),
     "q2d": Method(Query2DocRAG),
     "hcqr": Method(HCQR),

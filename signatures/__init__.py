@@ -2,7 +2,7 @@
 so a question's calls share a cached prompt prefix on llama.cpp."""
 
 from hyporag.signatures.answer_question import AnswerQuestion, format_options, with_letters
-from hyporag.signatures.baselines import HypotheticalDocument, Query2Doc, Rerank, RewriteQuery
+from hyporag.signatures.baselines import HypotheticalDocument, Query2Doc, RephraseQuestion, Rerank, RewriteQuery
 from hyporag.signatures.contrastive_hypotheses import ContrastiveHypotheses
 from hyporag.signatures.hypothesize import Hypothesize
 from hyporag.signatures.judge_context_utility import JudgeContextUtility
@@ -15,6 +15,7 @@ __all__ = [
     "Hypothesize",
     "JudgeContextUtility",
     "Query2Doc",
+    "RephraseQuestion",
     "Rerank",
     "RewriteQueries",
     "RewriteQuery",

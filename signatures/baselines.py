@@ -13,6 +13,15 @@ class RewriteQuery(dspy.Signature):
     query: str = dspy.OutputField(desc="under 25 words")
 
 
+class RephraseQuestion(dspy.Signature):
+    """Rephrase the {domain} question as three different short search queries for a {corpus}, each a different
+    wording of what the question asks (multi-query rewriting: their results are merged)."""
+
+    question: str = dspy.InputField()
+    options: str = dspy.InputField(desc="one option per line; may be empty when retrieval must not see options")
+    queries: list[str] = dspy.OutputField(desc="exactly three queries, each under 25 words")
+
+
 class HypotheticalDocument(dspy.Signature):
     """Write a short {source} passage that answers the question (HyDE: the passage is embedded, not shown)."""
 

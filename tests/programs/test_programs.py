@@ -20,8 +20,10 @@ SCRIPTS = {
     "cot": [ANSWER],
     "rag": [ANSWER],
     "rerank": [{"useful_passages": [2, 1]}, ANSWER],
-    "rewrite": [{"query": "insulin secreting cells"}, ANSWER],
-    "rewrite+options": [{"query": "insulin secreting cells"}, ANSWER],
+    "rewrite": [{"queries": ["insulin secreting cells", "pancreatic islet hormone", "beta cell function"]}, ANSWER],
+    "rewrite+options": [{"queries": ["insulin cells", "islets", "beta cells"]}, ANSWER],
+    "rewrite-single": [{"query": "insulin secreting cells"}, ANSWER],
+    "rewrite-single+options": [{"query": "insulin secreting cells"}, ANSWER],
     "hyde": [{"passage": "Beta cells in pancreatic islets secrete insulin."}, ANSWER],
     "q2d": [{"pseudo_document": "Insulin is made by beta cells."}, ANSWER],
     "hcqr": [HYPOTHESIS, QUERIES, ANSWER],
@@ -35,7 +37,7 @@ SCRIPTS = {
     "chr-threshold": [CONTRAST, ANSWER],
     "chr-sigmoid": [CONTRAST, ANSWER],
 }
-SEARCHES = {"cot": 0, "hcqr": 1, "hcqr-no-support": 1}  # HCQR searches its queries in ONE batched call
+SEARCHES = {"cot": 0, "hcqr": 1, "hcqr-no-support": 1}  # HCQR (and multi-query rewrite) search in ONE batch
 
 
 class CountingRetriever:
@@ -189,3 +191,11 @@ def test_parse_rule_scores_an_unparseable_answer_and_always_counts_it():
             prediction = program(question="Q?", options={"A": "x", "B": "y"})
         assert prediction.answer == expected and prediction.parse_failure
         assert program.settings()["parse"] == parse  # recorded in every run and artifact
+
+
+def test_multi_query_rewrite_searches_three_rephrasings_b_over_3_each(tiny_retriever):
+    prediction, lm, counting = run("rewrite", tiny_retriever, budget=6)
+    assert len(lm.history) == 2 and counting.calls == 1  # one rephrasing call, one batched search
+    assert counting.queries[0] == SCRIPTS["rewrite"][0]["queries"]
+    assert prediction.queries == SCRIPTS["rewrite"][0]["queries"] and len(prediction.passages) <= 6
+    assert "Rephrase the medical question as three" in str(lm.history[0]["messages"])

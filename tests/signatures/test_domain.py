@@ -11,14 +11,15 @@ from hyporag.signatures import (
     Hypothesize,
     HypotheticalDocument,
     Query2Doc,
+    RephraseQuestion,
     Rerank,
     RewriteQueries,
     RewriteQuery,
 )
 from hyporag.signatures.domain import Domain, for_domain
 
-ALL = (AnswerQuestion, ContrastiveHypotheses, HypotheticalDocument, Hypothesize, Query2Doc, Rerank, RewriteQueries,
-       RewriteQuery)
+ALL = (AnswerQuestion, ContrastiveHypotheses, HypotheticalDocument, Hypothesize, Query2Doc, RephraseQuestion, Rerank,
+       RewriteQueries, RewriteQuery)
 
 
 def text_of(signature) -> str:
