@@ -19,6 +19,8 @@ class RerankConfig(ProgramConfig):
 
     pool: int | None = flag("--rerank-pool", "rerank: candidates retrieved before reranking (default 2×B)")
     snippet_chars: int = 300  # of each candidate, shown to the LM judgment
+    cross_encoder: str | None = flag("--cross-encoder", "rerank: a sentence-transformers CrossEncoder name or path "
+                                     "(the HCQR authors: BAAI/bge-reranker-v2-m3); default an LM judgment")
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,10 @@ class RerankRAG(MCQProgram):
     def __init__(self, *args, reranker: Callable[[str, list[Hit]], list[Hit]] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.pool = self.config.pool or 2 * self.budget
+        if reranker is None and self.config.cross_encoder:
+            from hyporag.programs.cross_encoder import CrossEncoderReranker
+
+            reranker = CrossEncoderReranker(self.config.cross_encoder)
         self.reranker = reranker
         self.snippet_chars = self.config.snippet_chars
         self.rerank = self.step(Rerank)
@@ -68,7 +74,9 @@ class RerankRAG(MCQProgram):
         trace.queries.append(query)
         pool = self.retriever.search(query, self.pool, mode=self.mode)
         if self.reranker is not None:
-            return self.reranker(query, pool)[: self.budget]
+            ranked = self.reranker(query, pool)
+            trace.extra["reranked"] = [h.id for h in ranked[: self.budget]]
+            return ranked[: self.budget]
         numbered = "\n".join(f"[{i}] {h.contents[: self.snippet_chars]}" for i, h in enumerate(pool, start=1))
         picked = self.query_step(self.rerank, meter, trace, question=question,
                                  options=self.retrieval_options(options), passages=numbered)
