@@ -61,3 +61,15 @@ def test_public_api_is_lazy_and_complete():
     code = ("import sys, hyporag; assert 'torch' not in sys.modules and 'faiss' not in sys.modules; "
             "[getattr(hyporag, n) for n in hyporag.__all__]; print('ok')")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "ok"
+
+
+def test_demo_runs_the_evaluation_directly_with_its_settings(monkeypatch):
+    import hyporag.cli_commands as commands
+    from hyporag.cli import main
+
+    seen = {}
+    monkeypatch.setattr(commands, "evaluate_methods", lambda config, *a, **k: seen.setdefault("config", config) and 0)
+    assert main(["demo", "--out", "runs/x"]) == 0
+    config = seen["config"]
+    assert (config.dataset, config.methods, config.limit, config.out) == ("mmlu-med-dev", "cot,rag,chr", 8, "runs/x")
+    assert config.program_settings["budget"] == 3
