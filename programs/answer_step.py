@@ -10,6 +10,7 @@ from dspy.utils.exceptions import AdapterParseError
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import AnswerQuestion, format_options, with_letters
 from hyporag.signatures.domain import Domain, for_domain
+from hyporag.signatures.paper_protocol import AnswerFromDocuments
 
 NO_CONTEXT = "(no passages)"
 
@@ -31,12 +32,16 @@ class AnswerStep(dspy.Module):
     constrains it on local models. An unparseable reply is always counted as a parse failure; the `parse` rule
     says how it is scored: `strict`, wrong (no answer); `mirage`, MIRAGE's rule, option "A"."""
 
-    def __init__(self, reasoning: bool = False, domain: Domain | None = None, parse: str = "strict"):
+    def __init__(self, reasoning: bool = False, domain: Domain | None = None, parse: str = "strict",
+                 protocol: str = "fast"):
         super().__init__()
-        self.reasoning = reasoning
+        self.reasoning = reasoning or protocol == "paper"
         self.parse = parse
-        signature = for_domain(AnswerQuestion, domain or Domain())
-        self.predict = dspy.ChainOfThought(signature) if reasoning else dspy.Predict(signature)
+        # paper: MedRAG's order (documents, then question, then choices) and reasoning before the choice;
+        # fast: passages last, so a question's calls share a cached prefix on llama.cpp
+        base = AnswerFromDocuments if protocol == "paper" else AnswerQuestion
+        signature = for_domain(base, domain or Domain())
+        self.predict = dspy.ChainOfThought(signature) if self.reasoning else dspy.Predict(signature)
 
     def _unparseable(self, options: dict[str, str]) -> dspy.Prediction:
         fallback = MIRAGE_FALLBACK if self.parse == "mirage" and MIRAGE_FALLBACK in options else None

@@ -50,13 +50,16 @@ class MCQProgram(dspy.Module):
             config = self.Config.from_dict({**config.to_dict(), **settings}, source=f"{type(self).__name__}(...)")
         if config.retrieval_sees_options is None:  # record the rule that actually runs
             config = config.replace(retrieval_sees_options=self.default_sees_options)
+        if config.protocol == "paper" and not config.reasoning:  # the authors' answer step reasons first
+            config = config.replace(reasoning=True)
         if self.uses_retrieval and retriever is None:
             raise ConfigError(f"method {self.method!r} needs a retriever (build one with `hyporag index build`)")
         self.retriever = retriever
         self.roles = roles
         self.config = config
         self.domain = Domain.named(config.domain, config.corpus_description)
-        self.answer = AnswerStep(reasoning=config.reasoning, domain=self.domain, parse=config.parse)
+        self.answer = AnswerStep(reasoning=config.reasoning, domain=self.domain, parse=config.parse,
+                                 protocol=config.protocol)
 
     @property
     def budget(self) -> int:

@@ -17,6 +17,7 @@ from hyporag.programs.cost import CostMeter
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.lambda_schedule import SCHEDULES, LambdaSchedule
 from hyporag.signatures import ContrastiveHypotheses
+from hyporag.signatures.paper_protocol import SpecialistContrastiveHypotheses
 
 DEGENERATE_SIMILARITY = 0.95
 
@@ -97,7 +98,8 @@ class CHR(MCQProgram):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.schedule = self.config.lambda_schedule
-        self.hypotheses = self.step(ContrastiveHypotheses)
+        paper = self.config.protocol == "paper"  # the paper's one call, in a specialist's voice
+        self.hypotheses = self.step(SpecialistContrastiveHypotheses if paper else ContrastiveHypotheses)
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
         result = self.query_step(self.hypotheses, meter, trace, question=question,

@@ -16,6 +16,8 @@ from typing import Any, ClassVar
 from hyporag.errors import ConfigError
 from hyporag.retrieval.retriever import MODES
 
+PROTOCOLS = ("fast", "paper")
+
 
 def flag(name: str, help: str, choices: tuple | None = None, default: Any = None, **extra: Any) -> Any:
     """A config field that the CLI exposes as `name` (its argparse default stays None: "not given")."""
@@ -39,6 +41,9 @@ class ProgramConfig:
     retrieval_sees_options: bool | None = None  # None: the method's own rule; --options-visible / --question-only
     reasoning: bool = flag("--reasoning", "answer with step-by-step reasoning first", default=False)
     mode: str | None = None  # retriever mode for this program (None: the index's); tuned by `tune`
+    protocol: str = flag("--protocol", "fast = short steps for CPU models (default); paper = the authors' protocol "
+                         "(hypothesis by elimination, reasoning answer step, documents first)", choices=PROTOCOLS,
+                         default="fast")
     parse: str = flag("--parse", "how an unparseable answer is scored: strict = wrong (default), mirage = "
                       "MIRAGE's rule, option A; either way it is counted", choices=("strict", "mirage"),
                       default="strict")
@@ -50,6 +55,8 @@ class ProgramConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.budget, int) or self.budget < 1:
             raise ConfigError(f"{self.method}: budget must be a whole number of passages >= 1, got {self.budget!r}")
+        if self.protocol not in PROTOCOLS:
+            raise ConfigError(f"{self.method}: unknown protocol {self.protocol!r}: use {' or '.join(PROTOCOLS)}")
         if self.parse not in ("strict", "mirage"):
             raise ConfigError(f"{self.method}: unknown parse rule {self.parse!r}: use strict or mirage")
         if self.mode is not None and self.mode not in MODES:

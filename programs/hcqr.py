@@ -17,6 +17,7 @@ from hyporag.programs.cost import CostMeter
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.merge import MERGE_POLICIES, merge_to_budget
 from hyporag.signatures import Hypothesize, RewriteQueries
+from hyporag.signatures.paper_protocol import HypothesizeByElimination, QueriesFromHypothesis
 
 QUERY_FIELDS = {"support": "support_query", "distinction": "distinction_query", "key_features": "key_features_query"}
 
@@ -29,9 +30,9 @@ class HCQRConfig(ProgramConfig):
 
     queries: tuple[str, ...] = tuple(QUERY_FIELDS)
     per_query_k: int | None = flag("--per-query-k", "HCQR: passages retrieved per query before the merge "
-                                   "(default: the budget)")
-    merge_policy: str = flag("--merge-policy", "HCQR: how the queries' lists become one context",
-                             choices=MERGE_POLICIES, default="round_robin")
+                                   "(default: the budget; paper protocol: budget // queries)")
+    merge_policy: str | None = flag("--merge-policy", "HCQR: how the queries' lists become one context (default "
+                                    "round_robin; paper protocol: sum)", choices=MERGE_POLICIES)
     show_hypothesis: bool = False
 
     def __post_init__(self) -> None:
@@ -39,11 +40,23 @@ class HCQRConfig(ProgramConfig):
         if not self.queries or set(self.queries) - set(QUERY_FIELDS):
             raise ConfigError(f"hcqr: queries must be a non-empty subset of {', '.join(QUERY_FIELDS)}; "
                               f"got {self.queries}")
-        if self.merge_policy not in MERGE_POLICIES:
+        if self.merge_policy is not None and self.merge_policy not in MERGE_POLICIES:
             raise ConfigError(f"hcqr: unknown merge policy {self.merge_policy!r}: use one of "
                               f"{', '.join(MERGE_POLICIES)}")
         if self.per_query_k is not None and self.per_query_k < 1:
             raise ConfigError(f"hcqr: per_query_k must be >= 1, got {self.per_query_k}")
+
+    @property
+    def merge(self) -> str:
+        """The merge that runs: the authors' `sum` under the paper protocol, round robin otherwise."""
+        return self.merge_policy or ("sum" if self.protocol == "paper" else "round_robin")
+
+    @property
+    def k(self) -> int:
+        """Passages per query: the authors' budget // number of queries under the paper protocol (at least 1)."""
+        if self.per_query_k:
+            return self.per_query_k
+        return max(1, self.budget // len(self.queries)) if self.protocol == "paper" else self.budget
 
     def suggest(self, trial, modes: list[str]) -> HCQRConfig:
         return super().suggest(trial, modes).replace(
@@ -51,8 +64,7 @@ class HCQRConfig(ProgramConfig):
             merge_policy=trial.suggest_categorical("merge_policy", list(MERGE_POLICIES)))
 
     def trial_params(self, default_mode: str, modes: list[str]) -> dict:
-        return {**super().trial_params(default_mode, modes), "per_query_k": self.per_query_k or self.budget,
-                "merge_policy": self.merge_policy}
+        return {**super().trial_params(default_mode, modes), "per_query_k": self.k, "merge_policy": self.merge}
 
 
 class HCQR(MCQProgram):
@@ -63,29 +75,51 @@ class HCQR(MCQProgram):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.queries = tuple(q for q in QUERY_FIELDS if q in self.config.queries)
-        self.per_query_k = self.config.per_query_k or self.budget
-        self.merge_policy = self.config.merge_policy
+        self.per_query_k = self.config.k
+        self.merge_policy = self.config.merge
         self.show_hypothesis = self.config.show_hypothesis
-        self.hypothesize = self.step(Hypothesize)
-        self.rewrite = self.step(RewriteQueries)
+        self.paper = self.config.protocol == "paper"
+        self.hypothesize = self.step(HypothesizeByElimination if self.paper else Hypothesize)
+        self.rewrite = self.step(QueriesFromHypothesis if self.paper else RewriteQueries)
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
         shown = self.retrieval_options(options)
         hypothesis = self.query_step(self.hypothesize, meter, trace, question=question, options=shown)
-        state = {
-            "likely_option": getattr(hypothesis, "likely_option", "") or "",
-            "discriminating_features": list(getattr(hypothesis, "discriminating_features", None) or []),
-            "expected_evidence": getattr(hypothesis, "expected_evidence", "") or "",
-            "rationale": getattr(hypothesis, "rationale", "") or "",
-        }
-        rewritten = self.query_step(self.rewrite, meter, trace, question=question, options=shown,
-                                    hypothesis=self._describe(state, options))
+        if self.paper:  # the rewriter sees the question and the hypothesis state, not the option list
+            state = self._paper_state(hypothesis)
+            rewritten = self.query_step(self.rewrite, meter, trace, question=question,
+                                        hypothesis=self._describe_paper(state))
+        else:
+            state = {
+                "likely_option": getattr(hypothesis, "likely_option", "") or "",
+                "discriminating_features": list(getattr(hypothesis, "discriminating_features", None) or []),
+                "expected_evidence": getattr(hypothesis, "expected_evidence", "") or "",
+                "rationale": getattr(hypothesis, "rationale", "") or "",
+            }
+            rewritten = self.query_step(self.rewrite, meter, trace, question=question, options=shown,
+                                        hypothesis=self._describe(state, options))
         trace.hypothesis = state
         queries = [str(getattr(rewritten, QUERY_FIELDS[name], None) or question) for name in self.queries]
         trace.queries.extend(queries)
         ranked = self.retriever.search_many(queries, self.per_query_k, mode=self.mode)
         return merge_to_budget(ranked, self.budget, self.merge_policy,
                                normalize=(self.mode or self.retriever.mode) == "bm25")
+
+    @staticmethod
+    def _paper_state(hypothesis) -> dict:
+        def text(name: str) -> str:
+            return str(getattr(hypothesis, name, "") or "")
+
+        return {"likely_option": text("best_guess"), "best_guess_text": text("best_guess_text"),
+                "discriminating_features": list(getattr(hypothesis, "discriminating_features", None) or []),
+                "confirming_evidence": list(getattr(hypothesis, "confirming_evidence", None) or []),
+                "rationale": text("reasoning"), "alternative": text("alternative"), "elimination": text("elimination")}
+
+    @staticmethod
+    def _describe_paper(state: dict) -> str:
+        return (f"Hypothesised answer: {state['best_guess_text'] or state['likely_option']}. Reasoning: "
+                f"{state['rationale']}. Confirming evidence: {'; '.join(map(str, state['confirming_evidence']))}. "
+                f"Discriminating features: {'; '.join(map(str, state['discriminating_features']))}")
 
     @staticmethod
     def _describe(state: dict, options: dict[str, str]) -> str:

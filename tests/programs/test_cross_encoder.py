@@ -16,7 +16,8 @@ def tiny_cross_encoder(tmp_path_factory):
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
     directory = tmp_path_factory.mktemp("cross-encoder")
-    words = "insulin beta cells alpha glucagon pancreas liver kidney bone heart secrete which".split()
+    words = ["insulin", "beta", "cells", "alpha", "glucagon", "pancreas", "liver", "kidney", "bone", "heart",
+             "secrete", "which"]
     (directory / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
     BertTokenizer(str(directory / "vocab.txt")).save_pretrained(directory)
     config = BertConfig(vocab_size=5 + len(words), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,

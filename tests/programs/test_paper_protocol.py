@@ -1,0 +1,85 @@
+"""The `paper` protocol under DummyLM: the steps ask for what the authors' prompts ask, in their order; HCQR's
+rewriter does not see the options, retrieves B // 3 per query and sums the scores; the answer step reasons over
+documents placed before the question; the hypothesis stays hidden from it."""
+
+from __future__ import annotations
+
+import re
+
+from dspy.utils import DummyLM
+
+from hyporag.programs import make_program
+from hyporag.programs.lm import LMRoles
+from tests.programs.test_programs import CountingRetriever
+
+OPTIONS = {"A": "Alpha cells", "B": "Beta cells", "C": "Hepatocytes", "D": "Osteoclasts"}
+HYPOTHESIS = {"elimination": "A makes glucagon; C and D are not islet cells; B fits.",
+              "discriminating_features": ["islet cell type", "hormone secreted"], "best_guess": "B",
+              "best_guess_text": "Beta cells", "reasoning": "ZEBRA-REASON beta cells make insulin",
+              "confirming_evidence": ["beta cells secrete insulin"], "alternative": "A"}
+QUERIES = {"support_query": "beta cells secrete insulin", "distinction_query": "alpha versus beta islet cells",
+           "key_features_query": "pancreatic islet hormones"}
+ANSWER = {"reasoning": "The documents say beta cells secrete insulin.", "answer": "B"}
+
+
+def field_order(messages) -> list[str]:
+    return re.findall(r"\[\[ ## (\w+) ## \]\]", str(messages[-1]["content"]))
+
+
+def run_hcqr(retriever, budget=6):
+    lm = DummyLM([HYPOTHESIS, QUERIES, ANSWER])
+    counting = CountingRetriever(retriever)
+    program = make_program("hcqr", retriever=counting, roles=LMRoles.from_lms(lm), budget=budget, protocol="paper")
+    prediction = program(question="Which cells secrete insulin?", options=OPTIONS)
+    return program, prediction, lm, counting
+
+
+def test_hypothesis_reasons_by_elimination_before_its_state(tiny_retriever):
+    _, prediction, lm, _ = run_hcqr(tiny_retriever)
+    system = str(lm.history[0]["messages"][0]["content"])
+    outputs = re.findall(r"\d+\. `(\w+)`", system.split("Your output fields are:")[1].split("All interactions")[0])
+    assert outputs == ["elimination", "discriminating_features", "best_guess", "best_guess_text", "reasoning",
+                       "confirming_evidence", "alternative"]
+    assert "option by option" in system and "Osteoclasts" in str(lm.history[0]["messages"][-1])
+    assert prediction.hypothesis["likely_option"] == "B" and prediction.hypothesis["best_guess_text"] == "Beta cells"
+
+
+def test_rewriter_sees_the_hypothesis_state_but_not_the_options(tiny_retriever):
+    _, _, lm, _ = run_hcqr(tiny_retriever)
+    rewrite = lm.history[1]["messages"]
+    assert field_order(rewrite)[:2] == ["question", "hypothesis"] and "options" not in field_order(rewrite)
+    text = str(rewrite[-1]["content"])
+    assert "Osteoclasts" not in text and "Hepatocytes" not in text  # the other options are never shown
+    for part in ("Beta cells", "ZEBRA-REASON", "beta cells secrete insulin", "islet cell type"):
+        assert part in text
+
+
+def test_per_query_k_is_budget_over_three_and_scores_are_summed(tiny_retriever):
+    program, prediction, _, counting = run_hcqr(tiny_retriever, budget=6)
+    assert program.per_query_k == 2 and program.merge_policy == "sum"
+    assert counting.queries == [list(QUERIES.values())]
+    lists = tiny_retriever.search_many(list(QUERIES.values()), 2)
+    from hyporag.retrieval import merge_to_budget
+
+    expected = merge_to_budget(lists, 6, "sum", normalize=tiny_retriever.mode == "bm25")
+    assert [p["id"] for p in prediction.passages] == [h.id for h in expected]
+    assert program.settings()["protocol"] == "paper" and program.settings()["reasoning"] is True
+
+
+def test_answer_reasons_over_documents_placed_first_and_never_sees_the_hypothesis(tiny_retriever):
+    _, prediction, lm, _ = run_hcqr(tiny_retriever)
+    answer = lm.history[-1]["messages"]
+    assert field_order(answer)[:3] == ["context", "question", "options"]
+    assert "reasoning" in str(answer[0]["content"]) and prediction.answer == "B"
+    assert "ZEBRA-REASON" not in str(answer)
+
+
+def test_fast_protocol_is_unchanged_and_chr_speaks_as_a_specialist(tiny_retriever):
+    fast = make_program("hcqr", retriever=tiny_retriever, budget=6)
+    assert (fast.per_query_k, fast.merge_policy, fast.answer.reasoning) == (6, "round_robin", False)
+    lm = DummyLM([{"target_hypothesis": "Beta cells secrete insulin.", "mimic_hypothesis": "Alpha cells secrete "
+                   "glucagon."}, ANSWER])
+    program = make_program("chr", retriever=tiny_retriever, roles=LMRoles.from_lms(lm), budget=3, protocol="paper")
+    program(question="Which cells secrete insulin?", options=OPTIONS)
+    assert "You are a medical specialist" in str(lm.history[0]["messages"][0]["content"])
+    assert program.schedule.kind == "fixed" and program.schedule.lam == 1.0  # the paper's default λ
