@@ -83,3 +83,12 @@ def test_fast_protocol_is_unchanged_and_chr_speaks_as_a_specialist(tiny_retrieve
     program(question="Which cells secrete insulin?", options=OPTIONS)
     assert "You are a medical specialist" in str(lm.history[0]["messages"][0]["content"])
     assert program.schedule.kind == "fixed" and program.schedule.lam == 1.0  # the paper's default λ
+
+
+def test_ablations_run_under_either_protocol(tiny_retriever):
+    for protocol in ("fast", "paper"):
+        program = make_program("hcqr-no-support", retriever=tiny_retriever, budget=6, protocol=protocol)
+        assert program.queries == ("distinction", "key_features")
+        assert program.per_query_k == (3 if protocol == "paper" else 6)  # B // 2 queries under paper
+        shown = make_program("hcqr-show-hypothesis", retriever=tiny_retriever, protocol=protocol)
+        assert shown.show_hypothesis and shown.config.protocol == protocol
