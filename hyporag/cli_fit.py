@@ -33,14 +33,14 @@ def cmd_fit(args: argparse.Namespace, config: RunConfig) -> int:
 
 def run_fit(args: argparse.Namespace, config: RunConfig, roles) -> dict:
     """All stages; returns fit.json's content. `roles` are the LMs (the CLI builds them from the config)."""
-    from hyporag.cli_optimize import base_program, make_metric_for, reflection_lm, tune_modes
+    from hyporag.cli_optimize import make_metric_for, reflection_lm, tune_modes
     from hyporag.eval.datasets import load_benchmark
     from hyporag.eval.runner import run_evaluation
     from hyporag.optimizers.artifact import load_artifact, save_artifact
     from hyporag.optimizers.compile import compile_program
     from hyporag.optimizers.fit import FitState, run_stage, three_way_split
     from hyporag.optimizers.splits import refuse_test_split
-    from hyporag.optimizers.tune import best_trial, open_study, run_study, variant
+    from hyporag.optimizers.tune import best_program, open_study, run_study, variant
 
     if not config.dataset or not args.out:
         raise HyporagError("fit needs --dataset (your dev set) and --out (the artifact directory to write)")
@@ -77,8 +77,9 @@ def run_fit(args: argparse.Namespace, config: RunConfig, roles) -> dict:
     by_id = {e.id: e for e in examples}
     train, val, heldout = ([by_id[i] for i in split[k]] for k in ("train", "val", "heldout"))
     metric = make_metric_for(args.metric, roles)
-    untuned = base_program(method, config, roles) if config.program else build_program(method, config, retriever,
-                                                                                        roles)
+    # on the index opened above (loading a --program through base_program would open it a second time)
+    untuned = (load_artifact(config.program, retriever, roles) if config.program
+               else build_program(method, config, retriever, roles))
     tuned_dir, compiled_dir, final_dir = out / "stages" / "tuned", out / "stages" / "compiled", out / "artifact"
 
     def tune() -> dict:
@@ -86,10 +87,7 @@ def run_fit(args: argparse.Namespace, config: RunConfig, roles) -> dict:
         modes = tune_modes(untuned, args.modes)
         run_study(study, untuned.config, lambda c: variant(untuned, roles, c), val, metric, modes, args.trials,
                   threads=config.threads, log=log, default_mode=getattr(retriever, "mode", None))
-        best = best_trial(study)
-        import optuna
-
-        program = variant(untuned, roles, untuned.config.suggest(optuna.trial.FixedTrial(best.params), modes))
+        best, program = best_program(study, untuned, roles, modes)
         save_artifact(tuned_dir, program, retriever, roles.specs(), {"optimizer": {"name": "optuna-tpe"}})
         return {"summary": f"best trial {best.number} of {len(study.trials)}: {best.value:.3f}",
                 "best_params": best.params, "validation": best.value}

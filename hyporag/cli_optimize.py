@@ -99,7 +99,7 @@ def tune_modes(program, requested: str | None) -> list[str]:
 def cmd_tune(args: argparse.Namespace, config: RunConfig) -> int:
     from hyporag.builders import build_roles
     from hyporag.optimizers.artifact import save_artifact
-    from hyporag.optimizers.tune import best_trial, open_study, run_study, study_report, variant
+    from hyporag.optimizers.tune import best_program, open_study, run_study, study_report, variant
     from hyporag.programs.cost import CostMeter
 
     roles = build_roles(config)
@@ -123,13 +123,10 @@ def cmd_tune(args: argparse.Namespace, config: RunConfig) -> int:
     if failed:
         print(f"{failed} trial(s) failed with every question erroring (their first error is shown above)",
               file=sys.stderr)
-    best = best_trial(study)
+    best, program = best_program(study, probe, roles, modes)
     print(f"best trial {best.number}: {args.metric} {best.value:.3f} with {best.params}; this run "
           f"{cost['seconds']:.0f} s, {int(cost['calls'])} LM calls (cache hits not counted)")
     if args.out:
-        import optuna
-
-        program = variant(probe, roles, probe.config.suggest(optuna.trial.FixedTrial(best.params), modes))
         save_artifact(args.out, program, program.retriever, roles.specs(), {
             "optimizer": {"name": "optuna-tpe", "study": args.study, "trials": len(study.trials), "seed": config.seed,
                           "best_params": best.params},

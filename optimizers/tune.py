@@ -24,7 +24,8 @@ from hyporag.optimizers.study_storage import (
 )
 from hyporag.programs.config import ProgramConfig
 
-__all__ = ["best_trial", "open_study", "recover_stale_trials", "run_study", "score_trial", "study_report", "variant"]
+__all__ = ["best_program", "best_trial", "open_study", "recover_stale_trials", "run_study", "score_trial",
+           "study_report", "variant"]
 
 
 def variant(base, roles, config: ProgramConfig):
@@ -34,6 +35,15 @@ def variant(base, roles, config: ProgramConfig):
     program = make_program(base.method, retriever=base.retriever, roles=roles, config=config)
     program.load_state(base.dump_state())
     return program
+
+
+def best_program(study, base, roles, modes: list[str]):
+    """The best finished trial and `base` rebuilt with its parameters (through the config's own search space,
+    so the parameters map back exactly as they were suggested)."""
+    import optuna
+
+    best = best_trial(study)
+    return best, variant(base, roles, base.config.suggest(optuna.trial.FixedTrial(best.params), modes))
 
 
 def best_trial(study):

@@ -19,6 +19,7 @@ class PassageStore:
         self.path = Path(path)
         self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
         self._lock = threading.Lock()
+        self._longest: dict[int, list[Passage]] = {}
         self.count = self._conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
 
     @staticmethod
@@ -59,11 +60,14 @@ class PassageStore:
         return [found[int(r)] for r in rows]
 
     def longest(self, count: int) -> list[Passage]:
-        """The `count` longest passages: the largest context a budget of `count` can put in a prompt."""
+        """The `count` longest passages: the largest context a budget of `count` can put in a prompt. One scan of
+        the store per count, remembered (the store is read-only), however many programs ask."""
         with self._lock:
-            rows = self._conn.execute("SELECT pid, title, contents FROM passages ORDER BY "
-                                      "LENGTH(title) + LENGTH(contents) DESC LIMIT ?", (count,)).fetchall()
-        return [Passage(*row) for row in rows]
+            if count not in self._longest:
+                rows = self._conn.execute("SELECT pid, title, contents FROM passages ORDER BY "
+                                          "LENGTH(title) + LENGTH(contents) DESC LIMIT ?", (count,)).fetchall()
+                self._longest[count] = [Passage(*row) for row in rows]
+            return list(self._longest[count])
 
     def texts(self, batch_size: int = 2048) -> Iterable[list[str]]:
         """All passage texts in row order, in batches (for embedding)."""
