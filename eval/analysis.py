@@ -4,6 +4,7 @@ accuracy against no-retrieval CoT (HCQR Table 4), top-5 overlap on disagreements
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from itertools import combinations
 
 from hyporag.eval.paired import paired_comparison
@@ -18,13 +19,24 @@ def _by_method(rows: list[dict]) -> dict[str, dict[str, ResultRow]]:
     return grouped
 
 
-def paired_against(rows: list[dict], baseline: str = "rag") -> dict[str, dict]:
+def paired_against(rows: list[dict], baseline: str = "rag",
+                   outcome: Callable[[ResultRow], bool | None] = lambda r: bool(r.correct)) -> dict[str, dict]:
+    """Each method against `baseline` on the same questions: by default accuracy; `outcome` may judge something
+    else (a decision-useful context), returning None for a question that has no such judgment."""
     grouped = _by_method(rows)
     if baseline not in grouped:
         return {}
-    base = {q: bool(r.correct) for q, r in grouped[baseline].items()}
-    return {m: paired_comparison({q: bool(r.correct) for q, r in qs.items()}, base)
-            for m, qs in grouped.items() if m != baseline}
+
+    def judged(qs: dict[str, ResultRow]) -> dict[str, bool]:
+        return {q: value for q, r in qs.items() if (value := outcome(r)) is not None}
+
+    base = judged(grouped[baseline])
+    return {m: paired_comparison(judged(qs), base) for m, qs in grouped.items() if m != baseline}
+
+
+def decision_useful(row: ResultRow) -> bool | None:
+    """Entailed or Useful; None when the context was not judged."""
+    return row.judge_label in ("Entailed", "Useful") if row.judge_label else None
 
 
 def dur(rows: list[dict]) -> dict[str, dict]:
@@ -63,21 +75,36 @@ def utility_conditioned_accuracy(rows: list[dict], reference: str = "cot") -> di
 
 def disagreement_overlap(rows: list[dict], top: int = 5) -> list[dict]:
     """Mean Jaccard overlap of two methods' top-`top` passage ids where exactly one of them is right, and the share
-    of those questions where the two lists share no passage (the CHR paper's redirection-vs-reranking figure)."""
+    of those questions where the two lists share no passage. `a_right_*` / `b_right_*` keep the questions where that
+    method is right and the other wrong: the CHR paper's redirection-vs-reranking figure (CHR right, HyDE wrong)."""
     grouped = _by_method(rows)
     retrieving = [m for m, qs in grouped.items() if any(r.passage_ids for r in qs.values())]
     out = []
     for a, b in combinations(retrieving, 2):
-        overlaps = []
+        overlaps: list[float] = []
+        right: dict[str, list[float]] = {"a": [], "b": []}
         for q in set(grouped[a]) & set(grouped[b]):
             ra, rb = grouped[a][q], grouped[b][q]
             if bool(ra.correct) != bool(rb.correct):
                 sa, sb = set(ra.passage_ids[:top]), set(rb.passage_ids[:top])
                 overlaps.append(len(sa & sb) / len(sa | sb) if sa | sb else 1.0)
+                right["b" if rb.correct else "a"].append(overlaps[-1])
         if overlaps:
-            out.append({"a": a, "b": b, "disagreements": len(overlaps), "mean_jaccard": sum(overlaps) / len(overlaps),
-                        "no_shared": sum(o == 0.0 for o in overlaps) / len(overlaps)})
+            entry = {"a": a, "b": b, "disagreements": len(overlaps), "mean_jaccard": _mean(overlaps),
+                     "no_shared": _share_disjoint(overlaps)}
+            for side, values in right.items():
+                entry |= {f"{side}_right_cases": len(values), f"{side}_right_mean_jaccard": _mean(values),
+                          f"{side}_right_no_shared": _share_disjoint(values)}
+            out.append(entry)
     return out
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _share_disjoint(overlaps: list[float]) -> float | None:
+    return sum(o == 0.0 for o in overlaps) / len(overlaps) if overlaps else None
 
 
 def evidence_rates(rows: list[dict]) -> dict[str, dict]:

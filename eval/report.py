@@ -32,6 +32,7 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
         "methods": summary,
         "paired_vs_rag": paired,
         "dur": durs,
+        "dur_paired_vs_rag": analysis.paired_against(rows, "rag", analysis.decision_useful) if durs else {},
         "utility_conditioned_accuracy": analysis.utility_conditioned_accuracy(rows, "cot"),
         "top5_overlap_on_disagreements": analysis.disagreement_overlap(rows, 5),
         "evidence": evidence,

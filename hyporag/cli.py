@@ -13,6 +13,7 @@ from pathlib import Path
 from hyporag.cli_commands import cmd_ask, cmd_data_list, cmd_demo, cmd_eval, cmd_index_build, cmd_report
 from hyporag.cli_fit import cmd_fit
 from hyporag.cli_optimize import cmd_compile, cmd_tune
+from hyporag.cli_reproduce import add_reproduce_parser, cmd_reproduce
 from hyporag.errors import HyporagError
 from hyporag.programs.registry import CONFIGS
 from hyporag.retrieval.dense import FAISS_KINDS
@@ -61,6 +62,12 @@ def _add_program_args(parser: argparse.ArgumentParser) -> None:
             if name not in seen:
                 seen.add(name)
                 group.add_argument(name, **spec)
+
+
+def _add_model_and_program_args(parser: argparse.ArgumentParser) -> None:
+    _add_data_args(parser)
+    _add_lm_args(parser)
+    _add_program_args(parser)
 
 
 def _add_run_args(parser: argparse.ArgumentParser, dataset_help: str) -> None:
@@ -162,6 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--splits", default="0.5,0.25,0.25", help="train,validation,held-out fractions (seeded)")
     fit.add_argument("--skip-prompts", action="store_true", help="tune the numbers only (no teleprompter stage)")
 
+    add_reproduce_parser(sub, _add_model_and_program_args)
+
     demo = sub.add_parser("demo", help="the main job on embedded defaults, sized to finish in ~5 minutes")
     _add_data_args(demo)
     demo.add_argument("--lm")
@@ -170,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 COMMANDS = {"list": cmd_data_list, "build": cmd_index_build, "ask": cmd_ask, "eval": cmd_eval, "report": cmd_report,
-            "demo": cmd_demo, "compile": cmd_compile, "tune": cmd_tune, "fit": cmd_fit}
+            "demo": cmd_demo, "compile": cmd_compile, "tune": cmd_tune, "fit": cmd_fit, "reproduce": cmd_reproduce}
 ROUTING = {"command", "data_command", "index_command", "config"}
 
 

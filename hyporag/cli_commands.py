@@ -108,13 +108,28 @@ def cmd_eval(args: argparse.Namespace, config: RunConfig) -> int:
 
 def evaluate_methods(config: RunConfig, fail_under: list[str] | None = None, junit: str | None = None) -> int:
     """Run the configured methods (or a frozen --program) side by side; the exit status a CI gate reads."""
-    from hyporag.eval import runner
     from hyporag.eval.ci_gate import check_bars, parse_bars, write_junit
-    from hyporag.eval.datasets import load_benchmark
     from hyporag.eval.report import markdown
-    from hyporag.programs.judge import ContextJudge
 
     bars = parse_bars(fail_under or [])
+    result, out, _ = run_methods(config)
+    print(markdown(result))
+    print(f"results: {out}/results.jsonl, summary.json, summary.md, summary.csv"
+          + "".join(f", {Path(p).name}" for p in result.get("plots", [])))
+    if junit:
+        write_junit(junit, result["methods"], bars, suite=f"hyporag-eval-{Path(config.dataset).stem}")
+    failures = check_bars(result["methods"], bars)
+    for failure in failures:
+        print(f"hyporag: below bar: {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def run_methods(config: RunConfig, progress: bool = True) -> tuple[dict, Path, int]:
+    """Evaluate (resuming) and return (report, results dir, questions in the dataset)."""
+    from hyporag.eval import runner
+    from hyporag.eval.datasets import load_benchmark
+    from hyporag.programs.judge import ContextJudge
+
     report = load_benchmark(config.dataset, config.data_dir, skip_bad_rows=config.skip_bad_rows)
     if report.skipped:
         print(f"skipped {len(report.skipped)} bad rows (first: {report.skipped[0]})", file=sys.stderr)
@@ -139,19 +154,12 @@ def evaluate_methods(config: RunConfig, fail_under: list[str] | None = None, jun
                 "retriever": getattr(retriever, "mode", None), "dur": config.dur,
                 "index_fingerprint": getattr(retriever, "fingerprint", None),
                 "program": {m: p.settings() for m, p in programs.items()},
+                "effective": {m: p.effective_settings() for m, p in programs.items()},
                 "skipped_too_long": planned - len(examples), "context_check": context_check}
     judge = ContextJudge(roles.judge) if config.dur else None
     result = runner.run_evaluation(programs, examples, out, settings, threads=config.threads, judge=judge,
-                                   debug=config.debug)
-    print(markdown(result))
-    print(f"results: {out}/results.jsonl, summary.json, summary.md, summary.csv"
-          + "".join(f", {Path(p).name}" for p in result.get("plots", [])))
-    if junit:
-        write_junit(junit, result["methods"], bars, suite=f"hyporag-eval-{Path(config.dataset).stem}")
-    failures = check_bars(result["methods"], bars)
-    for failure in failures:
-        print(f"hyporag: below bar: {failure}", file=sys.stderr)
-    return 1 if failures else 0
+                                   progress=progress, debug=config.debug)
+    return result, out, len(report.examples)
 
 
 def _shared(programs: dict, key: str):

@@ -109,6 +109,10 @@ class MCQProgram(dspy.Module):
         """What DSPy's save() does not keep (it keeps prompts only): the method and its config."""
         return {"method": self.method, **self.config.to_dict()}
 
+    def effective_settings(self) -> dict[str, Any]:
+        """The settings with every derived default resolved (HCQR's k and merge under a protocol): what ran."""
+        return self.settings()
+
     # -- the pipeline -------------------------------------------------------------------------------------------
     def forward(self, question: str, options: dict[str, str]) -> dspy.Prediction:
         meter, trace = CostMeter(), Trace()

@@ -82,6 +82,9 @@ class HCQR(MCQProgram):
         self.hypothesize = self.step(HypothesizeByElimination if self.paper else Hypothesize)
         self.rewrite = self.step(QueriesFromHypothesis if self.paper else RewriteQueries)
 
+    def effective_settings(self) -> dict:
+        return {**self.settings(), "per_query_k": self.per_query_k, "merge_policy": self.merge_policy}
+
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
         shown = self.retrieval_options(options)
         hypothesis = self.query_step(self.hypothesize, meter, trace, question=question, options=shown)

@@ -85,6 +85,10 @@ def test_overlap_reports_share_with_no_shared_passage():
             row("2", "a", False, ids=["p3"]), row("2", "b", True, ids=["p3"])]
     (overlap,) = analysis.disagreement_overlap(rows)
     assert overlap["disagreements"] == 2 and overlap["no_shared"] == 0.5
+    # the CHR paper's case: b right where a is wrong (question 2 only; its lists share p3)
+    assert overlap["b_right_cases"] == 1 and overlap["b_right_no_shared"] == 0.0
+    assert overlap["b_right_mean_jaccard"] == 1.0
+    assert overlap["a_right_cases"] == 1 and overlap["a_right_no_shared"] == 1.0
 
 
 def test_cost_by_role_includes_the_judge_and_adds_up_per_question():
