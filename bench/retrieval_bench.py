@@ -67,7 +67,7 @@ def main() -> None:
     corpus = load_corpus(args.corpus)
     directory = default_index_dir(corpus)
     flat = open_index(directory, corpus=corpus, faiss_kind="flat")
-    hnsw = open_index(directory, corpus=corpus, faiss_kind="hnsw", embedder=flat.dense.embedder)
+    hnsw = open_index(directory, corpus=corpus, faiss_kind="hnsw", embedder=flat.dense.encoder)
     manifest = flat.manifest
     examples = load_benchmark("medqa-dev").examples
     questions = [e.question for e in examples[: args.queries]]

@@ -55,11 +55,13 @@ def cmd_data_list(args: argparse.Namespace, config: RunConfig) -> int:
 
 def cmd_index_build(args: argparse.Namespace, config: RunConfig) -> int:
     from hyporag.retrieval import build_index, load_corpus
+    from hyporag.retrieval.embedder import DEFAULT_EMBEDDER
 
     corpus = load_corpus(config.corpus or "medcorp-local", config.data_dir)
     started = time.perf_counter()
     directory = build_index(corpus, Path(config.index_dir) if config.index_dir else None,
-                            retriever=args.retriever or "bm25", embedder_name=args.embedder, faiss_kind=config.faiss,
+                            retriever=args.retriever or "bm25", embedder_name=config.embedder or DEFAULT_EMBEDDER,
+                            faiss_kind=config.faiss,
                             max_seq_length=args.max_seq_length, force=args.force)
     print(f"index ready at {directory} ({time.perf_counter() - started:.1f} s)")
     return 0

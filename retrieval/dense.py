@@ -18,43 +18,40 @@ FAISS_KINDS = ("flat", "hnsw", "ivf")
 SMALL_BATCH = 32
 
 
-def embed_in_shards(batches: Iterable[list[str]], embedder, directory: Path, total: int, shard_size: int = 2048,
+def embed_in_shards(batches: Iterable[list[tuple[str, str]]], encoder, directory: Path, total: int,
                     batch_size: int = 64, progress: bool = True) -> np.ndarray:
-    """Embed texts shard by shard (each saved atomically), skipping shards already on disk; returns all vectors.
-
-    The shards' embedder is recorded beside them: shards left by another embedder are discarded, never mixed in.
-    """
+    """Encode (title, contents) batches shard by shard (each saved atomically), skipping shards already on disk;
+    returns all vectors. The encoder's spec is recorded beside the shards: shards of another spec are discarded,
+    never mixed in."""
     import json
     import shutil
 
     from tqdm import tqdm
 
-    identity = {"embedder": getattr(embedder, "name", type(embedder).__name__),
-                "max_seq_length": getattr(getattr(embedder, "model", None), "max_seq_length", None),
-                "dimension": embedder.dimension}
-    meta = directory / "embedder.json"
+    identity = {"encoder": encoder.spec.to_dict(), "dimension": encoder.dimension}
+    meta = directory / "encoder.json"
     if directory.is_dir() and (not meta.is_file() or json.loads(meta.read_text()) != identity):
         shutil.rmtree(directory)
     directory.mkdir(parents=True, exist_ok=True)
     meta.write_text(json.dumps(identity))
     shards: list[np.ndarray] = []
     bar = tqdm(total=total, desc="embedding", unit="passage", disable=not progress)
-    for number, texts in enumerate(batches):
+    for number, passages in enumerate(batches):
         shard = directory / f"shard-{number:05d}.npy"
         if shard.is_file():
             vectors = np.load(shard)
-            if len(vectors) != len(texts):
-                raise IndexMismatchError(f"{shard}: holds {len(vectors)} vectors, expected {len(texts)}; "
+            if len(vectors) != len(passages):
+                raise IndexMismatchError(f"{shard}: holds {len(vectors)} vectors, expected {len(passages)}; "
                                          "delete it to redo")
         else:
-            vectors = embedder.encode(texts, batch_size=batch_size)
+            vectors = encoder.encode_passages(passages, batch_size=batch_size)
             partial = shard.with_suffix(".partial.npy")
             np.save(partial, vectors)
             partial.replace(shard)
         shards.append(vectors)
-        bar.update(len(texts))
+        bar.update(len(passages))
     bar.close()
-    return np.concatenate(shards) if shards else np.zeros((0, embedder.dimension), dtype=np.float32)
+    return np.concatenate(shards) if shards else np.zeros((0, encoder.dimension), dtype=np.float32)
 
 
 def build_faiss(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ivf_lists: int | None = None):
@@ -81,20 +78,21 @@ def build_faiss(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ivf_l
 
 
 class DenseIndex:
-    """FAISS index plus the embedder that produced its vectors; `search_vectors` is the one batched call."""
+    """FAISS index plus the encoder that made its vectors (queries use its query side); `search_vectors` is the one
+    batched call."""
 
     DIRNAME = "dense"
 
-    def __init__(self, index, embedder, kind: str):
+    def __init__(self, index, encoder, kind: str):
         import os
 
         self.index = index
-        self.embedder = embedder
+        self.encoder = encoder
         self.kind = kind
         self.threads = os.cpu_count() or 1
 
     @classmethod
-    def load(cls, directory: Path, embedder, kind: str = "flat") -> DenseIndex:
+    def load(cls, directory: Path, encoder, kind: str = "flat") -> DenseIndex:
         import faiss
 
         path = directory / f"faiss-{kind}.index"
@@ -105,10 +103,11 @@ class DenseIndex:
         index = faiss.read_index(str(path))
         if kind == "hnsw":
             index.hnsw.efSearch = 128
-        return cls(index, embedder, kind)
+        return cls(index, encoder, kind)
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        return self.embedder.encode(texts)
+        """Queries (and hypotheses), through the query side of the encoder that made the vectors."""
+        return self.encoder.encode_queries(texts)
 
     def search_vectors(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """One FAISS call for all query vectors. A program's 1-3 queries run on one OpenMP thread: FAISS's thread

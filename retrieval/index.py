@@ -16,16 +16,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from hyporag.atomic import write_json_atomic
 from hyporag.errors import IndexMismatchError
 from hyporag.manifests import read_json_object
 from hyporag.paths import cache_dir
 from hyporag.retrieval.bm25 import TOKENIZER, BM25Index
 from hyporag.retrieval.corpus import Corpus
-from hyporag.retrieval.dense import DenseIndex, build_faiss, embed_in_shards
-from hyporag.retrieval.embedder import DEFAULT_EMBEDDER, make_embedder
+from hyporag.retrieval.dense import DenseIndex
+from hyporag.retrieval.dense_part import build_dense, open_dense
+from hyporag.retrieval.embedder import DEFAULT_EMBEDDER
+from hyporag.retrieval.encoders import encoder_spec
 from hyporag.retrieval.retriever import Retriever
 from hyporag.retrieval.store import PassageStore
 
@@ -168,45 +168,12 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
         log(f"bm25: built in {manifest['parts']['bm25']['seconds']} s")
 
     if retriever in ("dense", "both"):
-        dense_dir = directory / DenseIndex.DIRNAME
-        part = manifest["parts"].get("dense")
-        if part and part["embedder"] != embedder_name:
-            raise IndexMismatchError(f"{directory}: dense part was built with {part['embedder']!r}; "
-                                     f"use --index-dir for another embedder")
-        if not part:
-            started = time.perf_counter()
-            embedder = make_embedder(embedder_name) if not max_seq_length else _st(embedder_name, max_seq_length)
-            vectors = embed_in_shards(store.texts(2048), embedder, dense_dir / "shards", store.count, progress=progress)
-            np.save(dense_dir / "vectors.partial.npy", vectors)
-            (dense_dir / "vectors.partial.npy").replace(dense_dir / "vectors.npy")
-            manifest["parts"]["dense"] = {"embedder": embedder_name, "dimension": int(vectors.shape[1]),
-                                          "max_seq_length": max_seq_length, "normalized": True,
-                                          "seconds": round(time.perf_counter() - started, 2), "faiss": []}
-            _save(directory, manifest)
-            shutil.rmtree(dense_dir / "shards", ignore_errors=True)
-            log(f"dense: {len(vectors)} vectors in {manifest['parts']['dense']['seconds']} s")
-        if faiss_kind not in manifest["parts"]["dense"]["faiss"]:
-            import faiss
-
-            started = time.perf_counter()
-            vectors = np.load(dense_dir / "vectors.npy")
-            index = build_faiss(vectors, faiss_kind)
-            tmp = dense_dir / f"faiss-{faiss_kind}.index.partial"
-            faiss.write_index(index, str(tmp))
-            tmp.replace(dense_dir / f"faiss-{faiss_kind}.index")
-            manifest["parts"]["dense"]["faiss"].append(faiss_kind)
-            manifest["parts"]["dense"][f"faiss_{faiss_kind}_seconds"] = round(time.perf_counter() - started, 2)
-            log(f"faiss {faiss_kind}: built in {manifest['parts']['dense'][f'faiss_{faiss_kind}_seconds']} s")
+        build_dense(directory, manifest, store, encoder_spec(embedder_name, max_seq_length), faiss_kind, progress,
+                    log, _save)
     store.close()
     manifest["built_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     _save(directory, manifest)
     return directory
-
-
-def _st(name: str, max_seq_length: int):
-    from hyporag.retrieval.embedder import SentenceTransformerEmbedder
-
-    return SentenceTransformerEmbedder(name, max_seq_length=max_seq_length)
 
 
 def _save(directory: Path, manifest: dict[str, Any]) -> None:
@@ -256,8 +223,10 @@ def verify_files(directory: Path, manifest: dict[str, Any], checksums: bool = Tr
 
 
 def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None = None, faiss_kind: str = "flat",
-               embedder=None, checksums: bool = True, **retriever_kwargs: Any) -> Retriever:
-    """Load a built index, refusing a manifest/corpus/file mismatch with a one-line error."""
+               embedder=None, checksums: bool = True, asked_encoder: str | None = None,
+               **retriever_kwargs: Any) -> Retriever:
+    """Load a built index, refusing a manifest/corpus/file mismatch (or a query encoder other than the one that
+    made its vectors, `asked_encoder`) with a one-line error."""
     directory = Path(directory)
     manifest = read_manifest(directory)
     if corpus is not None and manifest.get("corpus_fingerprint") != corpus.fingerprint():
@@ -272,10 +241,7 @@ def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None =
     dense = None
     dense_part = manifest["parts"].get("dense")
     if dense_part and mode != "bm25":
-        if embedder is None:
-            embedder = make_embedder(dense_part["embedder"]) if not dense_part.get("max_seq_length") else _st(
-                dense_part["embedder"], dense_part["max_seq_length"])
-        dense = DenseIndex.load(directory / DenseIndex.DIRNAME, embedder, faiss_kind)
+        dense = open_dense(directory, dense_part, faiss_kind, embedder, asked_encoder)
     retriever = Retriever(store, bm25, dense, mode=mode, fingerprint=manifest["corpus_fingerprint"], **retriever_kwargs)
     retriever.manifest = manifest
     retriever.directory = directory

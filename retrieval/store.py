@@ -70,12 +70,17 @@ class PassageStore:
             return list(self._longest[count])
 
     def texts(self, batch_size: int = 2048) -> Iterable[list[str]]:
-        """All passage texts in row order, in batches (for embedding)."""
+        """All passage texts in row order, in batches (what BM25 indexes)."""
+        for batch in self.pairs(batch_size):
+            yield [passage_text(title, contents) for title, contents in batch]
+
+    def pairs(self, batch_size: int = 2048) -> Iterable[list[tuple[str, str]]]:
+        """All (title, contents) in row order, in batches: an encoder decides how to join them (MedCPT pairs them)."""
         conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
         try:
             cursor = conn.execute("SELECT title, contents FROM passages ORDER BY row")
             while batch := cursor.fetchmany(batch_size):
-                yield [passage_text(title, contents) for title, contents in batch]
+                yield [(title, contents) for title, contents in batch]
         finally:
             conn.close()
 

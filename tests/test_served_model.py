@@ -104,3 +104,25 @@ def test_token_counts_bound_what_llama_cpp_processes(tmp_path):
         counted = fit.needed(example.question, example.options)[1]
         processed = program(question=example.question, options=example.options).cost["input_tokens"]
         assert processed <= counted <= 1.1 * processed + 20
+
+
+def test_reproduce_through_a_served_model_gives_the_in_process_answers(tmp_path):
+    """`hyporag reproduce` end to end on a slice: the same table, served and in-process, at temperature 0."""
+    common = ["reproduce", "hcqr-table1", "--datasets", "mmlu-med", "--methods", "rag,hcqr", "--limit", "1",
+              "--budget", "3", "--corpus", "openstax", "--index-dir", str(tmp_path / "index"), "--max-tokens", "600",
+              "--no-cache"]
+    with llama_server(resolve_model_path(DEFAULT_MODEL)) as (_, api_base):
+        assert main([*common, "--out", str(tmp_path / "served"), "--lm", f"openai/{ALIAS}", "--api-base", api_base,
+                     "--api-key", "none"]) == 0
+    assert main([*common, "--out", str(tmp_path / "local")]) == 0
+    served = rows_of(tmp_path / "served" / "hcqr-table1" / "mmlu-med-paper")
+    local = rows_of(tmp_path / "local" / "hcqr-table1" / "mmlu-med-paper")
+    assert len(served) == len(local) == 2
+    for key, row in local.items():
+        assert row["error"] is None and served[key]["error"] is None
+        # the same prompts and weights: the same queries, the same passages, the same letter
+        assert (served[key]["queries"], served[key]["passage_ids"], served[key]["answer"]) == (
+            row["queries"], row["passage_ids"], row["answer"]), key
+    table = (tmp_path / "served" / "hcqr-table1" / "table.md").read_text()
+    assert f"model: ours hypothesis openai/{ALIAS}" in table and "budget: ours 3 ≠ paper 15" in table
+    assert "| mmlu-med | paper | hcqr | 1 |" in table and "Chang H." in table

@@ -160,29 +160,29 @@ def test_corrupted_same_size_file_fails_checksum(tiny_retriever):
 def test_interrupted_embedding_resumes_from_shards(tiny_corpus_dir, tmp_path, monkeypatch):
     """A build killed mid-embedding leaves finished shards; the re-run embeds only what is missing."""
     from hyporag.retrieval import dense
-    from hyporag.retrieval.embedder import HashingEmbedder
+    from hyporag.retrieval.encoders import encoder_spec, make_encoder
 
     corpus = load_corpus(str(tiny_corpus_dir))
     directory = build_index(corpus, tmp_path / "ix", retriever="bm25", progress=False, log=lambda m: None)
     from hyporag.retrieval.store import PassageStore
 
     store = PassageStore(directory / "passages.sqlite")
-    embedder = HashingEmbedder(16)
+    encoder = make_encoder(encoder_spec("hashing-16"))
     calls = []
-    original = embedder.encode
+    original = encoder.encode_passages
 
-    def flaky(texts, **kwargs):
-        calls.append(len(texts))
+    def flaky(passages, **kwargs):
+        calls.append(len(passages))
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return original(texts, **kwargs)
+        return original(passages, **kwargs)
 
-    monkeypatch.setattr(embedder, "encode", flaky)
+    monkeypatch.setattr(encoder, "encode_passages", flaky)
     with pytest.raises(KeyboardInterrupt):
-        dense.embed_in_shards(store.texts(4), embedder, directory / "dense" / "shards", store.count, progress=False)
+        dense.embed_in_shards(store.pairs(4), encoder, directory / "dense" / "shards", store.count, progress=False)
     calls.clear()
-    monkeypatch.setattr(embedder, "encode", lambda texts, **kw: (calls.append(len(texts)), original(texts))[1])
-    vectors = dense.embed_in_shards(store.texts(4), embedder, directory / "dense" / "shards", store.count,
+    monkeypatch.setattr(encoder, "encode_passages", lambda ps, **kw: (calls.append(len(ps)), original(ps))[1])
+    vectors = dense.embed_in_shards(store.pairs(4), encoder, directory / "dense" / "shards", store.count,
                                     progress=False)
     assert len(vectors) == 10 and calls == [4, 2]  # the first shard was reused, not re-embedded
 
@@ -209,11 +209,12 @@ def test_hub_corpus_is_materialised_once_when_no_local_copy(monkeypatch):
 
 def test_shards_from_another_embedder_are_discarded(tmp_path):
     from hyporag.retrieval.dense import embed_in_shards
-    from hyporag.retrieval.embedder import HashingEmbedder
+    from hyporag.retrieval.encoders import encoder_spec, make_encoder
 
-    texts = [["a b", "c d"], ["e f"]]
-    first = embed_in_shards(iter(texts), HashingEmbedder(8), tmp_path / "s", 3, progress=False)
-    second = embed_in_shards(iter(texts), HashingEmbedder(16), tmp_path / "s", 3, progress=False)
+    pairs = [[("", "a b"), ("t", "c d")], [("", "e f")]]
+    first = embed_in_shards(iter(pairs), make_encoder(encoder_spec("hashing-8")), tmp_path / "s", 3, progress=False)
+    second = embed_in_shards(iter(pairs), make_encoder(encoder_spec("hashing-16")), tmp_path / "s", 3,
+                             progress=False)
     assert first.shape == (3, 8) and second.shape == (3, 16)
 
 
