@@ -41,6 +41,7 @@ def _describe_corpus(corpus) -> tuple[int, str]:
 def cmd_data_list(args: argparse.Namespace, config: RunConfig) -> int:
     from hyporag.eval.datasets import BENCHMARKS, load_benchmark
     from hyporag.retrieval.corpus import CORPORA, load_corpus
+    from hyporag.retrieval.hub_corpus import HUB_CORPORA
 
     loaders = [("dataset", n, lambda n: _describe_dataset(load_benchmark(n, config.data_dir))) for n in BENCHMARKS]
     loaders += [("corpus", n, lambda n: _describe_corpus(load_corpus(n, config.data_dir))) for n in CORPORA]
@@ -50,6 +51,9 @@ def cmd_data_list(args: argparse.Namespace, config: RunConfig) -> int:
         except HyporagError as exc:
             count, source = "-", f"unavailable: {exc}"
         print(f"{kind:<8} {name:<14} {count:>6}  {source}")
+    for name, hub_ids in HUB_CORPORA.items():  # listed, not downloaded: PubMed alone is 23.9M snippets
+        if name not in CORPORA:
+            print(f"{'corpus':<8} {name:<14} {'-':>6}  hub {', '.join(hub_ids)} (streamed into the cache on first use)")
     return 0
 
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from hyporag.errors import DataError
 from hyporag.paths import data_root
+from hyporag.retrieval.hub_corpus import HUB_CORPORA
 
 
 class Passage(NamedTuple):
@@ -31,7 +32,6 @@ CORPORA: dict[str, tuple[str, ...]] = {
     "medquad": ("corpus/medquad",),
     "medcorp-local": ("corpus/textbooks", "corpus/openstax", "corpus/medquad"),
 }
-HUB_CORPORA = {"textbooks": "MedRAG/textbooks"}
 
 
 @dataclass
@@ -99,7 +99,9 @@ def _read_passages(path: Path) -> Iterator[tuple[int, Passage | None]]:
                 raise DataError(f"{path}:{number}: not JSON ({exc.msg})") from None
             if not isinstance(record, dict) or "id" not in record:
                 raise DataError(f"{path}:{number}: passage needs an 'id' field")
-            contents = str(record.get("contents") or record.get("content") or "").strip()
+            # MedRAG's snippets carry both `content` and `contents` (= "title. content"): the title is added back
+            # when the passage is indexed, so `content` is read first
+            contents = str(record.get("content") or record.get("contents") or "").strip()
             if not contents:
                 yield number, None
                 continue
@@ -112,14 +114,17 @@ def _files_under(directory: Path) -> list[Path]:
 
 def load_corpus(name_or_path: str, data_dir: str | Path | None = None) -> Corpus:
     """Resolve a corpus by name (local data dir first, hub second) or by a JSONL file/directory path."""
-    if name_or_path not in CORPORA:
+
+
+    if name_or_path not in CORPORA and name_or_path not in HUB_CORPORA:
         path = Path(name_or_path)
         files = [path] if path.is_file() else _files_under(path)
         if not files:
-            raise DataError(f"unknown corpus {name_or_path!r}: use one of {', '.join(CORPORA)} or a JSONL path/dir")
+            raise DataError(f"unknown corpus {name_or_path!r}: use one of {', '.join({**CORPORA, **HUB_CORPORA})} "
+                            "or a JSONL path/dir")
         return Corpus(path.stem, files, str(path.resolve()), spec=str(path.resolve()))
     root = data_root(data_dir)
-    if root is not None:
+    if root is not None and name_or_path in CORPORA:
         files = [f for sub in CORPORA[name_or_path] for f in _files_under(root / sub)]
         if files:
             return Corpus(name_or_path, files, str((root / "corpus").resolve()))
@@ -129,17 +134,9 @@ def load_corpus(name_or_path: str, data_dir: str | Path | None = None) -> Corpus
 
 
 def _hub_corpus(name: str) -> Corpus:
-    """Materialise a hub corpus once as JSONL in the cache, so it streams and fingerprints like a local one."""
-    from hyporag.hub import hub_load
+    """Stream a hub corpus into the cache once, so it streams and fingerprints like a local one."""
     from hyporag.paths import cache_dir
+    from hyporag.retrieval.hub_corpus import hub_files
 
-    target = cache_dir("corpora") / f"{name}.jsonl"
-    if not target.exists():
-        rows = hub_load(HUB_CORPORA[name], split="train")
-        partial = target.with_suffix(".partial")
-        with partial.open("w", encoding="utf-8") as out:
-            for r in rows:
-                record = {"id": r["id"], "title": r.get("title", ""), "contents": r.get("content") or r["contents"]}
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        partial.replace(target)
-    return Corpus(name, [target], f"huggingface-hub:{HUB_CORPORA[name]}")
+    files = hub_files(name, cache_dir("corpora"))
+    return Corpus(name, files, "huggingface-hub:" + ",".join(HUB_CORPORA[name]))

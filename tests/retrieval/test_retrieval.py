@@ -194,7 +194,7 @@ def test_hub_corpus_is_materialised_once_when_no_local_copy(monkeypatch):
 
     calls = []
 
-    def fake_load(name, split=None):
+    def fake_load(name, split=None, streaming=False):
         calls.append(name)
         return [{"id": "t1", "title": "Book", "content": "Insulin is secreted by beta cells."}]
 
