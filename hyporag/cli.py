@@ -97,12 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
     build = index_sub.add_parser("build", help="build (or resume building) an index")
     _add_data_args(build)
     build.add_argument("--corpus", default="medcorp-local")
-    build.add_argument("--retriever", choices=("bm25", "dense", "both"), default="bm25")
+    build.add_argument("--retriever", choices=("bm25", "dense", "both"), help="default bm25 (both with --vectors)")
     build.add_argument("--index-dir")
     build.add_argument("--embedder", help="dense encoder: minilm (default), medcpt, bge-large, e5-large-v2, any "
                        "sentence-transformers name or path, or a JSON file of encoder-spec fields")
     build.add_argument("--faiss", default="flat", choices=("flat", "hnsw", "ivf"))
     build.add_argument("--max-seq-length", type=int, help="truncate passages for the embedder (MiniLM default 256)")
+    build.add_argument("--vectors", help="precomputed passage vectors (a folder of .npy shards with their ids, or "
+                       "MedRAG's index/<encoder>/embedding folder) to use instead of embedding; give the --embedder "
+                       "that made them")
     build.add_argument("--force", action="store_true", help="replace an index of another corpus in --index-dir")
 
     ask = sub.add_parser("ask", help="answer one question")

@@ -63,10 +63,13 @@ def cmd_index_build(args: argparse.Namespace, config: RunConfig) -> int:
 
     corpus = load_corpus(config.corpus or "medcorp-local", config.data_dir)
     started = time.perf_counter()
-    directory = build_index(corpus, Path(config.index_dir) if config.index_dir else None,
-                            retriever=args.retriever or "bm25", embedder_name=config.embedder or DEFAULT_EMBEDDER,
-                            faiss_kind=config.faiss,
-                            max_seq_length=args.max_seq_length, force=args.force)
+    retriever = args.retriever or ("both" if args.vectors else "bm25")
+    if args.vectors and retriever == "bm25":
+        raise HyporagError("index build: --vectors are dense vectors; use --retriever dense or both")
+    directory = build_index(corpus, Path(config.index_dir) if config.index_dir else None, retriever=retriever,
+                            embedder_name=config.embedder or DEFAULT_EMBEDDER, faiss_kind=config.faiss,
+                            max_seq_length=args.max_seq_length, force=args.force,
+                            vectors=Path(args.vectors) if args.vectors else None)
     print(f"index ready at {directory} ({time.perf_counter() - started:.1f} s)")
     return 0
 

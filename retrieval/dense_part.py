@@ -14,6 +14,7 @@ from hyporag.errors import IndexMismatchError
 from hyporag.retrieval.dense import DenseIndex, build_faiss, embed_in_shards
 from hyporag.retrieval.encoders import EncoderSpec, check_query_encoder, encoder_spec, make_encoder
 from hyporag.retrieval.store import PassageStore
+from hyporag.retrieval.vectors_in import ingest_vectors
 
 
 def recorded_spec(part: dict[str, Any]) -> EncoderSpec:
@@ -24,24 +25,33 @@ def recorded_spec(part: dict[str, Any]) -> EncoderSpec:
 
 
 def build_dense(directory: Path, manifest: dict, store: PassageStore, spec: EncoderSpec, faiss_kind: str,
-                progress: bool, log, save) -> None:
-    """Embed the store once (resumable shards), then build the FAISS kind asked for from the saved vectors."""
+                progress: bool, log, save, vectors_dir: Path | None = None) -> None:
+    """Embed the store once (resumable shards), or take precomputed vectors from `vectors_dir`, then build the
+    FAISS kind asked for from the saved vectors."""
     dense_dir = directory / DenseIndex.DIRNAME
     part = manifest["parts"].get("dense")
     if part and recorded_spec(part) != spec:
         raise IndexMismatchError(f"{directory}: its dense part was built with encoder {recorded_spec(part).name!r}; "
                                  f"use another --index-dir for {spec.name!r}")
+    if part and vectors_dir is not None and part.get("vectors_from") != str(Path(vectors_dir).resolve()):
+        raise IndexMismatchError(f"{directory}: its dense part came from {part.get('vectors_from') or 'embedding'}; "
+                                 "use another --index-dir for these vectors")
     if not part:
         started = time.perf_counter()
-        encoder = make_encoder(spec)
-        vectors = embed_in_shards(store.pairs(2048), encoder, dense_dir / "shards", store.count, progress=progress)
-        write_vectors(dense_dir, vectors)
-        manifest["parts"]["dense"] = {"embedder": spec.name, "encoder": spec.to_dict(),
-                                      "dimension": int(vectors.shape[1]), "normalized": spec.normalize,
-                                      "seconds": round(time.perf_counter() - started, 2), "faiss": []}
+        if vectors_dir is not None:
+            count, dimension = ingest_vectors(Path(vectors_dir), store, dense_dir / "vectors.npy", log)
+        else:
+            vectors = embed_in_shards(store.pairs(2048), make_encoder(spec), dense_dir / "shards", store.count,
+                                      progress=progress)
+            write_vectors(dense_dir, vectors)
+            count, dimension = vectors.shape
+        manifest["parts"]["dense"] = {"embedder": spec.name, "encoder": spec.to_dict(), "dimension": int(dimension),
+                                      "normalized": spec.normalize, "faiss": [],
+                                      "vectors_from": str(Path(vectors_dir).resolve()) if vectors_dir else None,
+                                      "seconds": round(time.perf_counter() - started, 2)}
         save(directory, manifest)
         shutil.rmtree(dense_dir / "shards", ignore_errors=True)
-        log(f"dense: {len(vectors)} vectors in {manifest['parts']['dense']['seconds']} s")
+        log(f"dense: {count} vectors in {manifest['parts']['dense']['seconds']} s")
     if faiss_kind not in manifest["parts"]["dense"]["faiss"]:
         import faiss
 
@@ -66,4 +76,8 @@ def open_dense(directory: Path, part: dict[str, Any], faiss_kind: str, encoder=N
     """The dense index with the query side of its own encoder; another encoder asked for is refused."""
     spec = recorded_spec(part)
     check_query_encoder(spec, asked_encoder, str(directory))
-    return DenseIndex.load(directory / DenseIndex.DIRNAME, encoder or make_encoder(spec), faiss_kind)
+    encoder = encoder or make_encoder(spec)
+    if encoder.dimension != part["dimension"]:
+        raise IndexMismatchError(f"{directory}: its vectors have {part['dimension']} dimensions but the query encoder "
+                                 f"{spec.name!r} gives {encoder.dimension}; were the vectors made by another model?")
+    return DenseIndex.load(directory / DenseIndex.DIRNAME, encoder, faiss_kind)

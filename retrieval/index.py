@@ -94,8 +94,9 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 
 def build_index(corpus: Corpus, directory: Path | None = None, retriever: str = "both",
                 embedder_name: str = DEFAULT_EMBEDDER, faiss_kind: str = "flat", max_seq_length: int | None = None,
-                progress: bool = True, log=print, force: bool = False) -> Path:
-    """Build (or finish building) the index of `corpus`; returns its directory.
+                progress: bool = True, log=print, force: bool = False, vectors: Path | None = None) -> Path:
+    """Build (or finish building) the index of `corpus`; returns its directory. `vectors`: a directory of
+    precomputed passage vectors to use instead of embedding (made by the encoder `embedder_name` names).
 
     An index of another corpus in `directory` (another source and other contents) is refused unless `force`:
     replacing it would destroy something the user built. The same source with new contents is rebuilt."""
@@ -103,7 +104,8 @@ def build_index(corpus: Corpus, directory: Path | None = None, retriever: str = 
     created = not directory.exists()
     directory.mkdir(parents=True, exist_ok=True)
     try:
-        return _build(corpus, directory, retriever, embedder_name, faiss_kind, max_seq_length, progress, log, force)
+        return _build(corpus, directory, retriever, embedder_name, faiss_kind, max_seq_length, progress, log, force,
+                      vectors)
     except BaseException:
         if created and not any(directory.iterdir()):
             directory.rmdir()
@@ -116,7 +118,7 @@ def _clear(directory: Path) -> None:
 
 
 def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, faiss_kind: str,
-           max_seq_length: int | None, progress: bool, log, force: bool) -> Path:
+           max_seq_length: int | None, progress: bool, log, force: bool, vectors: Path | None) -> Path:
     fingerprint = corpus.fingerprint()
     manifest: dict[str, Any] = {}
     if (directory / MANIFEST).is_file():
@@ -154,6 +156,12 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
         log(f"passage store: {count} passages ({corpus.empty_skipped} empty skipped)")
     store = PassageStore(store_path)
 
+    def dense_part() -> None:
+        build_dense(directory, manifest, store, encoder_spec(embedder_name, max_seq_length), faiss_kind, progress,
+                    log, _save, vectors)
+
+    if vectors is not None and retriever in ("dense", "both"):
+        dense_part()  # precomputed vectors are checked before any slow part, so a mismatch costs nothing
     if retriever in ("bm25", "both") and "bm25" not in manifest["parts"]:
         started = time.perf_counter()
         texts = [t for batch in store.texts() for t in batch]
@@ -166,10 +174,8 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
                                      "seconds": round(time.perf_counter() - started, 2)}
         _save(directory, manifest)
         log(f"bm25: built in {manifest['parts']['bm25']['seconds']} s")
-
-    if retriever in ("dense", "both"):
-        build_dense(directory, manifest, store, encoder_spec(embedder_name, max_seq_length), faiss_kind, progress,
-                    log, _save)
+    if vectors is None and retriever in ("dense", "both"):
+        dense_part()
     store.close()
     manifest["built_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     _save(directory, manifest)

@@ -74,6 +74,14 @@ class PassageStore:
         for batch in self.pairs(batch_size):
             yield [passage_text(title, contents) for title, contents in batch]
 
+    def ids(self) -> Iterable[str]:
+        """Passage ids in row order."""
+        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        try:
+            yield from (pid for (pid,) in conn.execute("SELECT pid FROM passages ORDER BY row"))
+        finally:
+            conn.close()
+
     def pairs(self, batch_size: int = 2048) -> Iterable[list[tuple[str, str]]]:
         """All (title, contents) in row order, in batches: an encoder decides how to join them (MedCPT pairs them)."""
         conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
