@@ -48,7 +48,7 @@ def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = Non
         print(f"no index at {directory}: building a BM25 index of {corpus.name} first (once, ~10 s)", file=sys.stderr)
         build_index(corpus, directory, retriever="bm25", progress=False, log=lambda m: print(m, file=sys.stderr))
     return open_index(directory, corpus=corpus, mode=mode, faiss_kind=config.faiss, rrf_k=config.rrf_k,
-                      asked_encoder=config.embedder)
+                      asked_encoder=config.embedder, nprobe=config.nprobe)
 
 
 def build_program(method: str, config: RunConfig, retriever, roles):

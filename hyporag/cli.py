@@ -50,6 +50,8 @@ def _add_program_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--index-dir", help="index directory (default: the cache's indexes/<corpus>-<source hash>)")
     group.add_argument("--retriever", choices=MODES, help="default: whatever the index holds")
     group.add_argument("--faiss", choices=FAISS_KINDS, help="FAISS index kind for dense search (default flat)")
+    group.add_argument("--nprobe", type=int, help="IVF indexes: lists searched per query (default lists / 16; "
+                       "more = closer to exact search, slower)")
     group.add_argument("--embedder", help="check that the index's vectors were made by this encoder (queries always "
                        "use the index's own query side; another is refused)")
     group.add_argument("--rrf-k", type=int, help="reciprocal-rank-fusion constant for hybrid retrieval (default 60)")
@@ -101,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--index-dir")
     build.add_argument("--embedder", help="dense encoder: minilm (default), medcpt, bge-large, e5-large-v2, any "
                        "sentence-transformers name or path, or a JSON file of encoder-spec fields")
-    build.add_argument("--faiss", default="flat", choices=("flat", "hnsw", "ivf"))
+    build.add_argument("--faiss", default="flat", choices=FAISS_KINDS, help="flat (exact), hnsw, ivf, ivfpq (d/4 "
+                       "bytes a vector, memory-mapped), opq-ivfpq (rotated first)")
     build.add_argument("--max-seq-length", type=int, help="truncate passages for the embedder (MiniLM default 256)")
     build.add_argument("--vectors", help="precomputed passage vectors (a folder of .npy shards with their ids, or "
                        "MedRAG's index/<encoder>/embedding folder) to use instead of embedding; give the --embedder "

@@ -30,6 +30,7 @@ class RunConfig:
     index_dir: str | None = None
     retriever: str | None = None
     faiss: str = "flat"
+    nprobe: int | None = None  # IVF kinds: inverted lists searched per query (default lists / 16)
     embedder: str | None = None  # index build: the encoder; elsewhere: checked against the index's own
     rrf_k: int = 60
     lm: str = "local:qwen2.5-coder-1.5b"

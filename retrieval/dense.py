@@ -14,8 +14,12 @@ import numpy as np
 
 from hyporag.errors import ConfigError, IndexMismatchError
 
-FAISS_KINDS = ("flat", "hnsw", "ivf")
+FAISS_KINDS = ("flat", "hnsw", "ivf", "ivfpq", "opq-ivfpq")
+IVF_KINDS = ("ivf", "ivfpq", "opq-ivfpq")  # memory-mappable: searched from the page cache, not loaded into RAM
+PQ_KINDS = ("ivfpq", "opq-ivfpq")
+REFINE = 4  # a PQ search shortlists k·REFINE passages, re-scored exactly
 SMALL_BATCH = 32
+ADD_CHUNK = 100_000  # rows added to FAISS at a time, read from the memory-mapped vectors
 
 
 def embed_in_shards(batches: Iterable[list[tuple[str, str]]], encoder, directory: Path, total: int,
@@ -54,27 +58,62 @@ def embed_in_shards(batches: Iterable[list[tuple[str, str]]], encoder, directory
     return np.concatenate(shards) if shards else np.zeros((0, encoder.dimension), dtype=np.float32)
 
 
-def build_faiss(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ivf_lists: int | None = None):
-    """An inner-product FAISS index over normalised vectors (so scores are cosine similarities)."""
+def ivf_lists(count: int) -> int:
+    """Inverted lists: ~4·sqrt(n) (FAISS's guidance for 1M-10M vectors), at least 1, at most n / 39 so that each
+    list has the ~39 training points k-means wants."""
+    return max(1, min(int(4 * math.sqrt(count)), count // 39 or 1))
+
+
+def pq_subquantizers(dimension: int) -> int:
+    """The largest m <= d / 4 that divides d: 4 dimensions a byte-sized code (384 -> 96, 768 -> 192)."""
+    return next(m for m in range(max(1, dimension // 4), 0, -1) if dimension % m == 0)
+
+
+def training_sample(vectors: np.ndarray, lists: int, seed: int = 0) -> np.ndarray:
+    """An evenly spread, seeded sample for k-means and PQ training: 64 points a list, at least 10k, at most all."""
+    size = min(len(vectors), max(10_000, 64 * lists))
+    rows = np.sort(np.random.default_rng(seed).choice(len(vectors), size=size, replace=False))
+    return np.ascontiguousarray(vectors[rows], dtype=np.float32)
+
+
+def build_threads() -> int:
+    """OpenMP threads for FAISS training and adds: $HYPORAG_FAISS_THREADS, else 1 on a machine of 2 cores or fewer.
+    FAISS's threads spin while they wait; with anything else running on 2 cores, two of them trained an OPQ index
+    33x slower than one (62.8 s against 1.9 s, measured side by side)."""
+    import os
+
+    cores = os.cpu_count() or 1
+    return int(os.environ.get("HYPORAG_FAISS_THREADS") or (1 if cores <= 2 else cores))
+
+
+def build_faiss(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, lists: int | None = None):
+    """An inner-product FAISS index over the vectors (a memory map is fine: they are added in chunks). IVF kinds
+    are trained on a sample; `ivfpq` compresses each vector to d/4 bytes, `opq-ivfpq` rotates it first (OPQ)."""
     import faiss
 
+    faiss.omp_set_num_threads(build_threads())
     dimension = vectors.shape[1]
     if kind == "flat":
         index = faiss.IndexFlatIP(dimension)
     elif kind == "hnsw":
         index = faiss.IndexHNSWFlat(dimension, hnsw_m, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = 80
-        index.hnsw.efSearch = 128
-    elif kind == "ivf":
-        lists = ivf_lists or max(1, int(4 * math.sqrt(len(vectors))))
-        quantizer = faiss.IndexFlatIP(dimension)
-        index = faiss.IndexIVFFlat(quantizer, dimension, lists, faiss.METRIC_INNER_PRODUCT)
-        index.train(vectors)
-        index.nprobe = max(1, lists // 16)
+    elif kind in IVF_KINDS:
+        lists = lists or ivf_lists(len(vectors))
+        m, bits = pq_subquantizers(dimension), min(8, max(1, int(math.log2(max(2, len(vectors) // 39)))))
+        factory = {"ivf": f"IVF{lists},Flat", "ivfpq": f"IVF{lists},PQ{m}x{bits}",
+                   "opq-ivfpq": f"OPQ{m},IVF{lists},PQ{m}x{bits}"}[kind]  # 8-bit codes from 10k vectors up
+        index = faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
+        index.train(training_sample(vectors, lists))
     else:
         raise ConfigError(f"unknown FAISS index kind {kind!r}: use one of {', '.join(FAISS_KINDS)}")
-    index.add(vectors)
+    for start in range(0, len(vectors), ADD_CHUNK):
+        index.add(np.ascontiguousarray(vectors[start:start + ADD_CHUNK], dtype=np.float32))
     return index
+
+
+def default_nprobe(lists: int) -> int:
+    return max(1, lists // 16)
 
 
 class DenseIndex:
@@ -83,27 +122,35 @@ class DenseIndex:
 
     DIRNAME = "dense"
 
-    def __init__(self, index, encoder, kind: str):
+    def __init__(self, index, encoder, kind: str, exact: np.ndarray | None = None):
         import os
 
         self.index = index
         self.encoder = encoder
         self.kind = kind
+        self.exact = exact  # PQ kinds: the memory-mapped full vectors that re-score their shortlist
         self.threads = os.cpu_count() or 1
 
     @classmethod
-    def load(cls, directory: Path, encoder, kind: str = "flat") -> DenseIndex:
+    def load(cls, directory: Path, encoder, kind: str = "flat", nprobe: int | None = None) -> DenseIndex:
+        """Open (building it once from the saved vectors if missing) the FAISS index of `kind`. IVF kinds are
+        memory-mapped read-only, and search `nprobe` of their lists (default lists / 16)."""
         import faiss
 
         path = directory / f"faiss-{kind}.index"
         if not path.is_file():
-            vectors = np.load(directory / "vectors.npy", mmap_mode="r")
-            index = build_faiss(np.ascontiguousarray(vectors), kind)
+            index = build_faiss(np.load(directory / "vectors.npy", mmap_mode="r"), kind)
             faiss.write_index(index, str(path))
-        index = faiss.read_index(str(path))
+        if kind in IVF_KINDS:
+            index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
+            ivf = faiss.extract_index_ivf(index)
+            ivf.nprobe = min(ivf.nlist, nprobe or default_nprobe(ivf.nlist))
+        else:
+            index = faiss.read_index(str(path))
         if kind == "hnsw":
             index.hnsw.efSearch = 128
-        return cls(index, encoder, kind)
+        exact = np.load(directory / "vectors.npy", mmap_mode="r") if kind in PQ_KINDS else None
+        return cls(index, encoder, kind, exact)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Queries (and hypotheses), through the query side of the encoder that made the vectors."""
@@ -115,5 +162,21 @@ class DenseIndex:
         import faiss
 
         faiss.omp_set_num_threads(1 if len(vectors) < SMALL_BATCH else self.threads)
-        scores, rows = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), min(k, self.index.ntotal))
-        return rows, scores
+        queries = np.ascontiguousarray(vectors, dtype=np.float32)
+        depth = min(k * REFINE if self.exact is not None else k, self.index.ntotal)
+        scores, rows = self.index.search(queries, depth)
+        if self.exact is None:
+            return rows, scores
+        return self._rescore(queries, rows, min(k, self.index.ntotal))
+
+    def _rescore(self, queries: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """PQ codes rank a shortlist; the exact inner products (from the memory map: k·REFINE rows a query, read
+        from the page cache) pick its top k, so compression costs little recall."""
+        out_rows = np.full((len(queries), k), -1, dtype=np.int64)
+        out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        for i, (query, candidates) in enumerate(zip(queries, rows, strict=True)):
+            candidates = np.unique(candidates[candidates >= 0])
+            exact = np.asarray(self.exact[candidates], dtype=np.float32) @ query
+            best = np.argsort(-exact)[:k]
+            out_rows[i, :len(best)], out_scores[i, :len(best)] = candidates[best], exact[best]
+        return out_rows, out_scores

@@ -56,7 +56,7 @@ def build_dense(directory: Path, manifest: dict, store: PassageStore, spec: Enco
         import faiss
 
         started = time.perf_counter()
-        index = build_faiss(np.load(dense_dir / "vectors.npy"), faiss_kind)
+        index = build_faiss(np.load(dense_dir / "vectors.npy", mmap_mode="r"), faiss_kind)
         tmp = dense_dir / f"faiss-{faiss_kind}.index.partial"
         faiss.write_index(index, str(tmp))
         tmp.replace(dense_dir / f"faiss-{faiss_kind}.index")
@@ -72,7 +72,7 @@ def write_vectors(dense_dir: Path, vectors: np.ndarray) -> None:
 
 
 def open_dense(directory: Path, part: dict[str, Any], faiss_kind: str, encoder=None,
-               asked_encoder: str | None = None) -> DenseIndex:
+               asked_encoder: str | None = None, nprobe: int | None = None) -> DenseIndex:
     """The dense index with the query side of its own encoder; another encoder asked for is refused."""
     spec = recorded_spec(part)
     check_query_encoder(spec, asked_encoder, str(directory))
@@ -80,4 +80,4 @@ def open_dense(directory: Path, part: dict[str, Any], faiss_kind: str, encoder=N
     if encoder.dimension != part["dimension"]:
         raise IndexMismatchError(f"{directory}: its vectors have {part['dimension']} dimensions but the query encoder "
                                  f"{spec.name!r} gives {encoder.dimension}; were the vectors made by another model?")
-    return DenseIndex.load(directory / DenseIndex.DIRNAME, encoder, faiss_kind)
+    return DenseIndex.load(directory / DenseIndex.DIRNAME, encoder, faiss_kind, nprobe)

@@ -229,7 +229,7 @@ def verify_files(directory: Path, manifest: dict[str, Any], checksums: bool = Tr
 
 
 def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None = None, faiss_kind: str = "flat",
-               embedder=None, checksums: bool = True, asked_encoder: str | None = None,
+               embedder=None, checksums: bool = True, asked_encoder: str | None = None, nprobe: int | None = None,
                **retriever_kwargs: Any) -> Retriever:
     """Load a built index, refusing a manifest/corpus/file mismatch (or a query encoder other than the one that
     made its vectors, `asked_encoder`) with a one-line error."""
@@ -247,7 +247,7 @@ def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None =
     dense = None
     dense_part = manifest["parts"].get("dense")
     if dense_part and mode != "bm25":
-        dense = open_dense(directory, dense_part, faiss_kind, embedder, asked_encoder)
+        dense = open_dense(directory, dense_part, faiss_kind, embedder, asked_encoder, nprobe)
     retriever = Retriever(store, bm25, dense, mode=mode, fingerprint=manifest["corpus_fingerprint"], **retriever_kwargs)
     retriever.manifest = manifest
     retriever.directory = directory
