@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +38,15 @@ class BM25Index:
         model.index(tokens, show_progress=show_progress)
         model.save(str(directory))
         return cls(model)
+
+    @classmethod
+    def build_in_chunks(cls, batches: Iterable[list[str]], directory: str | Path, k1: float = 1.5, b: float = 0.75,
+                        show_progress: bool = True) -> BM25Index:
+        """The same index as `build` (bm25s's files and scores) with one batch of texts in memory at a time."""
+        from hyporag.retrieval.bm25_chunked import build_chunked
+
+        build_chunked(batches, Path(directory), _stemmer(), k1, b, progress=show_progress)
+        return cls.load(directory)
 
     @classmethod
     def load(cls, directory: str | Path) -> BM25Index:

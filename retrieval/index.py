@@ -26,11 +26,13 @@ from hyporag.retrieval.dense import DenseIndex
 from hyporag.retrieval.dense_part import build_dense, open_dense
 from hyporag.retrieval.embedder import DEFAULT_EMBEDDER
 from hyporag.retrieval.encoders import encoder_spec
+from hyporag.retrieval.estimate import available_ram, estimate, refuse_if_too_big
 from hyporag.retrieval.retriever import Retriever
 from hyporag.retrieval.store import PassageStore
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+BM25_BATCH = 50_000  # passages tokenized at a time: BM25's memory is one batch, not the corpus
 
 
 def default_index_dir(corpus: Corpus | str, data_dir: str | Path | None = None) -> Path:
@@ -139,6 +141,12 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
     manifest.setdefault("parts", {})
     manifest["libraries"] = {p: _version(p) for p in ("hyporag", "bm25s", "faiss-cpu", "sentence-transformers")}
 
+    spec = encoder_spec(embedder_name, max_seq_length)
+    plan = estimate(corpus.count(), sum(f.stat().st_size for f in corpus.files), retriever, spec.name, faiss_kind,
+                    vectors is not None, int(spec.query_model.split("-")[1]) if spec.backend == "hashing" else None)
+    log(plan.describe())
+    refuse_if_too_big(plan, available_ram())
+
     store_path = directory / PassageStore.FILENAME
     if "store" not in manifest["parts"] or not store_path.is_file():
         started = time.perf_counter()
@@ -157,17 +165,15 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
     store = PassageStore(store_path)
 
     def dense_part() -> None:
-        build_dense(directory, manifest, store, encoder_spec(embedder_name, max_seq_length), faiss_kind, progress,
-                    log, _save, vectors)
+        build_dense(directory, manifest, store, spec, faiss_kind, progress, log, _save, vectors)
 
     if vectors is not None and retriever in ("dense", "both"):
         dense_part()  # precomputed vectors are checked before any slow part, so a mismatch costs nothing
     if retriever in ("bm25", "both") and "bm25" not in manifest["parts"]:
         started = time.perf_counter()
-        texts = [t for batch in store.texts() for t in batch]
         tmp = directory / "bm25.partial"
         shutil.rmtree(tmp, ignore_errors=True)
-        BM25Index.build(texts, tmp, show_progress=progress)
+        BM25Index.build_in_chunks(store.texts(BM25_BATCH), tmp, show_progress=progress)
         shutil.rmtree(directory / BM25Index.DIRNAME, ignore_errors=True)
         tmp.rename(directory / BM25Index.DIRNAME)
         manifest["parts"]["bm25"] = {"tokenizer": TOKENIZER, "k1": 1.5, "b": 0.75,

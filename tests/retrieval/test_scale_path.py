@@ -77,3 +77,20 @@ def test_an_ivf_index_is_loaded_memory_mapped_and_nprobe_is_a_setting(saved):
 
     wide = DenseIndex.load(directory, NoEncoder(), "ivfpq", nprobe=ivf.nlist)
     assert found(wide) >= found(opened) and found(wide) >= 0.9  # more lists searched, never worse
+
+
+def test_bm25_built_in_chunks_is_bm25s_index_to_the_float(tmp_path):
+    """The chunked build (one batch in memory) gives bm25s's own rows and scores; the vocabulary spans batches."""
+    from hyporag.retrieval.bm25 import BM25Index
+    from tests.conftest import PASSAGES
+
+    texts = [f"{t}. {c}" for _, t, c in PASSAGES] * 3  # repeated passages: document frequencies above 1
+    whole = BM25Index.build(texts, tmp_path / "whole", show_progress=False)
+    chunked = BM25Index.build_in_chunks((texts[i:i + 4] for i in range(0, len(texts), 4)), tmp_path / "chunked",
+                                        show_progress=False)
+    queries = ["insulin beta cells", "bone osteoclasts resorb", "kidney erythropoietin hypoxia", "the of"]
+    (rows_a, scores_a), (rows_b, scores_b) = whole.search_many(queries, 6), chunked.search_many(queries, 6)
+    np.testing.assert_allclose(scores_a, scores_b, atol=1e-6)
+    assert set(map(tuple, rows_a[:, :1])) == set(map(tuple, rows_b[:, :1]))
+    np.testing.assert_allclose(whole.score_rows("insulin", np.arange(len(texts))),
+                               chunked.score_rows("insulin", np.arange(len(texts))), atol=1e-6)
