@@ -65,7 +65,7 @@ def setting_flags(table: PaperTable, cells: list[Cell], corpus: str) -> tuple[li
         elif str(expected) == value:
             same.append(f"{name} {value}")
         else:
-            differs.append(f"{name}: ours {value} ≠ paper {expected}")
+            differs.append(f"{name}: ours {value}; paper {expected}")
     for c in cells:
         n = c.report["methods"][0]["n"] if c.report["methods"] else 0
         if c.dataset_size and n < c.dataset_size:
@@ -177,6 +177,35 @@ def _gap_to_next_best(report: dict, method: str) -> float | None:
     return accuracy[method] - max(others) if method in accuracy and others else None
 
 
+def counted(cells: list[Cell]) -> list[str]:
+    """What fell back or failed, per cell and method: a wrong result must not look like a right one."""
+    lines = []
+    for c in cells:
+        parts = []
+        for s in c.report["methods"]:
+            found = {name: s.get(key, 0) for name, key in (("unparseable answers", "parse_failures"),
+                                                             ("query fallbacks", "query_fallbacks"),
+                                                             ("contrast fallbacks", "contrast_fallbacks"),
+                                                             ("errors", "errors")) if s.get(key)}
+            if found:
+                parts.append(f"{s['method']} " + ", ".join(f"{v} {k}" for k, v in found.items()))
+        summary = "; ".join(parts) if parts else "no fallback, failure or error"
+        lines.append(f"- {c.dataset} ({c.variant}): {summary}")
+    return lines
+
+
+def mechanism_lines(cells: list[Cell]) -> list[str]:
+    """Does the answer overturn a wrong hypothesis? (the papers' claim), for every cell with hypotheses."""
+    lines = []
+    for c in cells:
+        for method, m in (c.report.get("mechanism") or {}).items():
+            overturned = "–" if m["overturned_to_gold"] is None else f"{m['overturned_to_gold']:.2f}"
+            lines.append(f"- {c.dataset} ({c.variant}) {method}: the hypothesis names the gold option in "
+                         f"{m['hypothesis_gold']:.2f} of {m['n']}; the answer follows it in {m['answer_follows']:.2f}; "
+                         f"of {m['wrong_hypotheses']} wrong hypotheses, {overturned} are overturned to the gold option")
+    return lines
+
+
 def markdown(table: PaperTable, cells: list[Cell], corpus: str) -> str:
     source = paper(table.paper)
     differs, same = setting_flags(table, cells, corpus)
@@ -188,6 +217,11 @@ def markdown(table: PaperTable, cells: list[Cell], corpus: str) -> str:
     pooled = pooled_figures(table, cells)
     if pooled:
         lines += [""] + pooled
+    lines += ["", "Counted (strict parsing scores an unparseable answer wrong; a fallback is never silent):"]
+    lines += counted(cells)
+    mechanism = mechanism_lines(cells)
+    if mechanism:
+        lines += ["", "Mechanism:"] + mechanism
     if table.note:
         lines += ["", table.note]
     lines += ["", "Paper figures: only those we could read and check are stored (eval/paper_figures.json, each with "

@@ -21,7 +21,9 @@ def build_roles(config: RunConfig):
 def lm_build_kwargs(config: RunConfig) -> dict:
     """The `build_lm` settings every LM built from the command line shares (endpoint, key, limits, cache)."""
     return {"api_base": config.api_base, "api_key": config.api_key, "max_tokens": config.max_tokens,
-            "cache": not config.no_cache, "timeout": config.timeout, "num_retries": config.retries}
+            "cache": not config.no_cache, "timeout": config.timeout, "num_retries": config.retries,
+            # the paper protocol's long reasoning is not cut by the embedded engine's output caps (as on a server)
+            "cap_outputs": config.program_settings.get("protocol", "fast") != "paper"}
 
 
 def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = None):

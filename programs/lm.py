@@ -38,16 +38,19 @@ def configure_cache(directory: str | os.PathLike | None = None, enabled: bool = 
 
 def build_lm(spec: str, api_base: str | None = None, api_key: str | None = None, temperature: float = 0.0,
              max_tokens: int = 512, n_ctx: int = 8192, cache: bool = True, timeout: float | None = None,
-             num_retries: int = 3) -> dspy.LM:
-    """A `dspy.LM` for a model string; `local:` specs get the in-process llama.cpp engine."""
+             num_retries: int = 3, cap_outputs: bool = True) -> dspy.LM:
+    """A `dspy.LM` for a model string; `local:` specs get the in-process llama.cpp engine, whose output grammar
+    caps strings and lists (`cap_outputs`, the fast protocol) or keeps DSPy's schema as a server gets it (paper)."""
     if spec.startswith("local:"):
         from hyporag.programs.local_engine import LocalEngine
 
         target = spec.removeprefix("local:") or DEFAULT_MODEL
         path = resolve_model_path(target)
         name = Path(target).stem if target.endswith(".gguf") else target
-        return dspy.LM(f"local/{name}", engine=LocalEngine(path, n_ctx=n_ctx), temperature=temperature,
-                       max_tokens=max_tokens, cache=cache)
+        engine = LocalEngine(path, n_ctx=n_ctx, max_string_chars=320 if cap_outputs else None)
+        # the model name is part of DSPy's cache key: capped and uncapped replies must never answer for each other
+        model = f"local/{name}" if cap_outputs else f"local/{name}+uncapped"
+        return dspy.LM(model, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache)
     if "/" not in spec:
         raise ModelError(f"LM {spec!r}: use a DSPy/LiteLLM model string like 'openai/gpt-4o-mini' or 'local:<alias>'")
     # DSPy fetches LiteLLM's price map from the web on first use and warns when it cannot; the bundled snapshot

@@ -80,7 +80,7 @@ class LocalEngine:
     supported_params = frozenset({"temperature", "max_tokens", "top_p", "stop", "seed", "response_format"})
 
     def __init__(self, model_path: str | os.PathLike, n_ctx: int = 8192, threads: int | None = None,
-                 max_string_chars: int = 320, max_list_items: int = 4):
+                 max_string_chars: int | None = 320, max_list_items: int = 4):
         self.model_path = Path(model_path)
         self.max_string_chars = max_string_chars
         self.max_list_items = max_list_items
@@ -120,8 +120,10 @@ class LocalEngine:
             body["seed"] = config.seed
         schema = _schema_of(config.response_format)
         if schema is not None:
-            # llama.cpp compiles the schema to a grammar: output always parses, and stays short.
-            body["json_schema"] = cap_schema(schema, self.max_string_chars, self.max_list_items)
+            # llama.cpp compiles the schema to a grammar: output always parses, and (capped) stays short; uncapped,
+            # the grammar is the one an OpenAI-compatible server builds from the same schema
+            body["json_schema"] = (schema if self.max_string_chars is None
+                                   else cap_schema(schema, self.max_string_chars, self.max_list_items))
         elif config.response_format:
             body["response_format"] = {"type": "json_object"}
         return body

@@ -31,6 +31,24 @@ def test_request_becomes_an_openai_body_with_a_capped_schema(tmp_path):
     assert body["json_schema"]["properties"]["x"]["maxLength"] == 50 and "response_format" not in body
 
 
+def test_the_paper_protocol_runs_the_embedded_model_uncapped_under_its_own_cache_key(tmp_path):
+    """A served model gets DSPy's schema as is; under --protocol paper the in-process engine does too (the cap cut
+    HCQR's elimination reasoning at 320 characters, which is where served and in-process answers parted)."""
+    from hyporag.builders import lm_build_kwargs
+    from hyporag.programs.lm import build_lm
+    from hyporag.run_config import RunConfig
+
+    assert lm_build_kwargs(RunConfig(program_settings={"protocol": "paper"}))["cap_outputs"] is False
+    assert lm_build_kwargs(RunConfig())["cap_outputs"] is True
+    engine = LocalEngine(tmp_path / "unused.gguf", max_string_chars=None)
+    schema = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
+    request = Request(model="local/m", messages=(Message.user("hi"),),
+                      config=Config(response_format={"type": "json_schema", "schema": schema, "name": "o"}))
+    assert engine.to_openai_body(request)["json_schema"] == schema
+    capped, uncapped = build_lm("local:qwen2.5-coder-1.5b"), build_lm("local:qwen2.5-coder-1.5b", cap_outputs=False)
+    assert capped.model != uncapped.model  # DSPy's cache key: a capped reply never answers an uncapped call
+
+
 def test_thread_count_can_be_set_per_job_without_changing_engine_state(tmp_path, monkeypatch):
     import hyporag.programs.local_engine as local_engine
 
