@@ -49,8 +49,12 @@ def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = Non
                                f"--retriever {'dense' if mode == 'dense' else 'both'}`")
         print(f"no index at {directory}: building a BM25 index of {corpus.name} first (once, ~10 s)", file=sys.stderr)
         build_index(corpus, directory, retriever="bm25", progress=False, log=lambda m: print(m, file=sys.stderr))
-    return open_index(directory, corpus=corpus, mode=mode, faiss_kind=config.faiss, rrf_k=config.rrf_k,
-                      asked_encoder=config.embedder, nprobe=config.nprobe)
+    retriever = open_index(directory, corpus=corpus, mode=mode, faiss_kind=config.faiss, rrf_k=config.rrf_k,
+                           asked_encoder=config.embedder, nprobe=config.nprobe)
+    if config.fuse_index:
+        retriever.fuse_with([open_index(Path(d), corpus=corpus, mode="dense", faiss_kind=config.faiss,
+                                        nprobe=config.nprobe) for d in config.fuse_index])
+    return retriever
 
 
 def build_program(method: str, config: RunConfig, retriever, roles):

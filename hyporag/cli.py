@@ -54,7 +54,10 @@ def _add_program_args(parser: argparse.ArgumentParser) -> None:
                        "more = closer to exact search, slower)")
     group.add_argument("--embedder", help="check that the index's vectors were made by this encoder (queries always "
                        "use the index's own query side; another is refused)")
-    group.add_argument("--rrf-k", type=int, help="reciprocal-rank-fusion constant for hybrid retrieval (default 60)")
+    group.add_argument("--rrf-k", type=int, help="reciprocal-rank-fusion constant for hybrid retrieval (default 60; "
+                       "MedRAG fuses with 100)")
+    group.add_argument("--fuse-index", action="append", metavar="DIR", help="another index of the same corpus whose "
+                       "dense side (another encoder) hybrid search fuses in by RRF (repeatable)")
     group = parser.add_argument_group("program settings (each applies to the methods that have it)")
     group.add_argument("--options-visible", dest="retrieval_sees_options", action="store_const", const=True,
                        help="let retrieval see the options (default: per method; HCQR/CHR do, baselines do not)")

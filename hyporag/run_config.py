@@ -33,6 +33,7 @@ class RunConfig:
     nprobe: int | None = None  # IVF kinds: inverted lists searched per query (default lists / 16)
     embedder: str | None = None  # index build: the encoder; elsewhere: checked against the index's own
     rrf_k: int = 60
+    fuse_index: list[str] = field(default_factory=list)  # other indexes of the corpus fused in hybrid mode
     lm: str = "local:qwen2.5-coder-1.5b"
     hypothesis_lm: str | None = None
     answer_lm: str | None = None

@@ -35,7 +35,20 @@ class Retriever:
         self.rrf_k = rrf_k
         self.candidate_depth = candidate_depth
         self.fingerprint = fingerprint
+        self.extra_dense: list = []  # more dense indexes over the same rows (other encoders), fused in hybrid mode
         self._check(self.mode)
+
+    def fuse_with(self, others: Sequence[Retriever]) -> None:
+        """Fuse the dense side of other indexes of the same corpus into hybrid search (MedRAG fuses four
+        retrievers by RRF); their rows are this store's rows, which the fingerprint and count guarantee."""
+        for other in others:
+            if other.fingerprint != self.fingerprint or other.store.count != self.store.count:
+                raise ConfigError(f"{getattr(other, 'directory', 'an index')}: not an index of this corpus "
+                                  f"({other.store.count} passages, fingerprint {other.fingerprint[:12]}...); only "
+                                  "indexes of one corpus can be fused")
+            if other.dense is None:
+                raise ConfigError(f"{getattr(other, 'directory', 'an index')}: has no dense part to fuse")
+            self.extra_dense.append(other.dense)
 
     def __deepcopy__(self, memo: dict) -> Retriever:
         """Shared, not copied: DSPy deep-copies a program for every teleprompter candidate, and an open index
@@ -64,9 +77,10 @@ class Retriever:
         if mode == "dense":
             return self._hits(*self.dense.search_vectors(self.dense.encode(list(queries)), k))
         depth = max(k, self.candidate_depth)
-        lexical = self._rows(*self.bm25.search_many(queries, depth), drop_zero=True)
-        semantic = self._rows(*self.dense.search_vectors(self.dense.encode(list(queries)), depth))
-        return [self._fuse([a, b], k) for a, b in zip(lexical, semantic, strict=True)]
+        lists = [self._rows(*self.bm25.search_many(queries, depth), drop_zero=True)]
+        for dense in (self.dense, *self.extra_dense):
+            lists.append(self._rows(*dense.search_vectors(dense.encode(list(queries)), depth)))
+        return [self._fuse(list(per_query), k) for per_query in zip(*lists, strict=True)]
 
     def search_pooled(self, texts: Sequence[str], k: int = 15, mode: str | None = None) -> list[Hit]:
         """One search for several texts (HyDE): the renormalised mean vector for dense, the joined text for BM25."""
@@ -80,8 +94,12 @@ class Retriever:
             return self._hits(*self.dense.search_vectors(mean, k))[0]
         depth = max(k, self.candidate_depth)
         lexical = self._rows(*self.bm25.search_many([" ".join(texts)], depth), drop_zero=True)[0]
-        semantic = self._rows(*self.dense.search_vectors(mean, depth))[0]
-        return self._fuse([lexical, semantic], k)
+        semantic = [self._rows(*self.dense.search_vectors(mean, depth))[0]]
+        for dense in self.extra_dense:  # each encoder pools its own vectors
+            pooled = dense.encode(list(texts)).mean(axis=0)
+            pooled = (pooled / max(float(np.linalg.norm(pooled)), 1e-12))[None, :]
+            semantic.append(self._rows(*dense.search_vectors(pooled, depth))[0])
+        return self._fuse([lexical, *semantic], k)
 
     # -- contrastive (CHR) --------------------------------------------------------------------------------------
     def hypothesis_vectors(self, h_plus: str, h_minus: str) -> np.ndarray | None:
@@ -114,8 +132,11 @@ class Retriever:
             rows, scores = zip(*lexical[:k], strict=True) if lexical else ((), ())
             return self._hits(np.array([rows]), np.array([scores]))[0]
         query = self.contrastive_vector(h_plus, h_minus, lam, vectors)
-        semantic = self._rows(*self.dense.search_vectors(query, depth))[0]
-        return self._fuse([lexical, semantic], k)
+        semantic = [self._rows(*self.dense.search_vectors(query, depth))[0]]
+        for dense in self.extra_dense:  # the same contrast in each encoder's own space
+            a, b = dense.encode([h_plus, h_minus])
+            semantic.append(self._rows(*dense.search_vectors((a - lam * b)[None, :], depth))[0])
+        return self._fuse([lexical, *semantic], k)
 
     def _bm25_contrastive_rows(self, h_plus: str, h_minus: str, lam: float, depth: int) -> list[tuple[int, float]]:
         rows, scores = self.bm25.search_many([h_plus, h_minus], depth)
