@@ -77,8 +77,10 @@ def _add_model_and_program_args(parser: argparse.ArgumentParser) -> None:
     _add_program_args(parser)
 
 
-def _add_run_args(parser: argparse.ArgumentParser, dataset_help: str) -> None:
-    parser.add_argument("--dataset", help=dataset_help)
+def _add_run_args(parser: argparse.ArgumentParser, dataset_help: str | None) -> None:
+    """The run flags; `dataset_help` None: the command names its datasets itself (reproduce)."""
+    if dataset_help:
+        parser.add_argument("--dataset", help=dataset_help)
     parser.add_argument("--limit", type=int, help="first N questions after a seeded shuffle")
     parser.add_argument("--seed", type=int, help="shuffle and split seed (default 0)")
     parser.add_argument("--threads", type=int, help="questions answered at once (default 1)")
@@ -181,7 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--splits", default="0.5,0.25,0.25", help="train,validation,held-out fractions (seeded)")
     fit.add_argument("--skip-prompts", action="store_true", help="tune the numbers only (no teleprompter stage)")
 
-    add_reproduce_parser(sub, _add_model_and_program_args)
+    reproduce = add_reproduce_parser(sub)
+    _add_model_and_program_args(reproduce)
+    _add_run_args(reproduce, None)
 
     demo = sub.add_parser("demo", help="the main job on embedded defaults, sized to finish in ~5 minutes")
     _add_data_args(demo)

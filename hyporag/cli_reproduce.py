@@ -19,19 +19,15 @@ from hyporag.eval.reproduce_report import Cell, markdown
 from hyporag.run_config import DEFAULT_CORPUS, RunConfig
 
 
-def add_reproduce_parser(sub, add_common) -> None:
+def add_reproduce_parser(sub) -> argparse.ArgumentParser:
+    """The command's own arguments; the caller adds the shared model, program and run flags."""
     rep = sub.add_parser("reproduce", help="rerun a table of the HCQR or CHR paper and print it beside the paper's")
-    add_common(rep)
     rep.add_argument("table", nargs="?", help=f"one of {', '.join(TABLES)}")
     rep.add_argument("--list", action="store_true", help="list the tables, their grids and what each needs")
-    rep.add_argument("--limit", type=int, help="first N questions of each dataset after a seeded shuffle (a slice)")
-    rep.add_argument("--seed", type=int, help="shuffle seed (default 0)")
-    rep.add_argument("--threads", type=int, help="questions answered at once (default 1)")
-    rep.add_argument("--skip-bad-rows", action="store_const", const=True,
-                     help="skip (and count) bad rows and over-long questions instead of stopping")
     rep.add_argument("--datasets", help="run only these of the table's datasets (comma-separated)")
     rep.add_argument("--methods", help="run only these of the table's methods (comma-separated)")
     rep.add_argument("--out", help="results root (default runs/reproduce); cells go to <out>/<table>/")
+    return rep
 
 
 def list_tables() -> str:

@@ -6,18 +6,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from typing import Protocol
 
 import numpy as np
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
-
-
-class Embedder(Protocol):
-    name: str
-    dimension: int
-
-    def encode(self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray: ...
 
 
 class SentenceTransformerEmbedder:
@@ -62,10 +54,3 @@ class HashingEmbedder:
                 out[i, h % self.dimension] += 1.0 if (h >> 63) else -1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.where(norms == 0, 1.0, norms)
-
-
-def make_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
-    """`hashing-<dim>` for the test embedder, anything else is a sentence-transformers model name or path."""
-    if name.startswith("hashing-"):
-        return HashingEmbedder(int(name.split("-", 1)[1]))
-    return SentenceTransformerEmbedder(name)

@@ -52,6 +52,11 @@ class EncoderSpec:
             raise ConfigError(f"encoder {self.name}: maximum lengths must be >= 1")
 
     @property
+    def hashing_dimension(self) -> int | None:
+        """The test embedder's dimension (`hashing-<dim>`), known without loading anything."""
+        return int(self.query_model.split("-", 1)[1]) if self.backend == "hashing" else None
+
+    @property
     def symmetric(self) -> bool:
         return self.passage_model in (None, self.query_model)
 
@@ -174,7 +179,7 @@ class SymmetricEncoder:
         if embedder is not None:
             self.embedder = embedder
         elif spec.backend == "hashing":
-            self.embedder = HashingEmbedder(int(spec.query_model.split("-", 1)[1]))
+            self.embedder = HashingEmbedder(spec.hashing_dimension)
         else:
             self.embedder = SentenceTransformerEmbedder(spec.query_model, max_seq_length=spec.passage_max_length)
         self.dimension = self.embedder.dimension

@@ -143,7 +143,7 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
 
     spec = encoder_spec(embedder_name, max_seq_length)
     plan = estimate(corpus.count(), sum(f.stat().st_size for f in corpus.files), retriever, spec.name, faiss_kind,
-                    vectors is not None, int(spec.query_model.split("-")[1]) if spec.backend == "hashing" else None)
+                    vectors is not None, spec.hashing_dimension)
     log(plan.describe())
     refuse_if_too_big(plan, available_ram())
 

@@ -18,6 +18,12 @@ from hyporag.retrieval.store import PassageStore
 MODES = ("bm25", "dense", "hybrid")
 
 
+def _pooled(dense, texts: Sequence[str]) -> np.ndarray:
+    """The renormalised mean of the texts' vectors (HyDE's one query), in `dense`'s space."""
+    mean = dense.encode(list(texts)).mean(axis=0)
+    return (mean / max(float(np.linalg.norm(mean)), 1e-12))[None, :]
+
+
 def _minmax(values: np.ndarray) -> np.ndarray:
     low, high = float(values.min()), float(values.max())
     return np.zeros_like(values) if high - low < 1e-12 else (values - low) / (high - low)
@@ -88,17 +94,14 @@ class Retriever:
         self._check(mode)
         if mode == "bm25":
             return self.search(" ".join(texts), k, mode="bm25")
-        mean = self.dense.encode(list(texts)).mean(axis=0)
-        mean = (mean / max(float(np.linalg.norm(mean)), 1e-12))[None, :]
+        mean = _pooled(self.dense, texts)
         if mode == "dense":
             return self._hits(*self.dense.search_vectors(mean, k))[0]
         depth = max(k, self.candidate_depth)
         lexical = self._rows(*self.bm25.search_many([" ".join(texts)], depth), drop_zero=True)[0]
         semantic = [self._rows(*self.dense.search_vectors(mean, depth))[0]]
         for dense in self.extra_dense:  # each encoder pools its own vectors
-            pooled = dense.encode(list(texts)).mean(axis=0)
-            pooled = (pooled / max(float(np.linalg.norm(pooled)), 1e-12))[None, :]
-            semantic.append(self._rows(*dense.search_vectors(pooled, depth))[0])
+            semantic.append(self._rows(*dense.search_vectors(_pooled(dense, texts), depth))[0])
         return self._fuse([lexical, *semantic], k)
 
     # -- contrastive (CHR) --------------------------------------------------------------------------------------
@@ -115,8 +118,11 @@ class Retriever:
         return len(tokens_a & tokens_b) / max(1, len(tokens_a | tokens_b))
 
     def contrastive_vector(self, h_plus: str, h_minus: str, lam: float,
-                           vectors: np.ndarray | None = None) -> np.ndarray:
-        a, b = vectors if vectors is not None else self.hypothesis_vectors(h_plus, h_minus)
+                           vectors: np.ndarray | None = None, dense=None) -> np.ndarray:
+        """ĥ+ − λĥ− in the space of `dense` (default this index's own encoder)."""
+        if vectors is None:
+            vectors = (dense or self.dense).encode([h_plus, h_minus])
+        a, b = vectors
         return (a - lam * b)[None, :]
 
     def search_contrastive(self, h_plus: str, h_minus: str, lam: float = 1.0, k: int = 15,
@@ -134,8 +140,8 @@ class Retriever:
         query = self.contrastive_vector(h_plus, h_minus, lam, vectors)
         semantic = [self._rows(*self.dense.search_vectors(query, depth))[0]]
         for dense in self.extra_dense:  # the same contrast in each encoder's own space
-            a, b = dense.encode([h_plus, h_minus])
-            semantic.append(self._rows(*dense.search_vectors((a - lam * b)[None, :], depth))[0])
+            extra = self.contrastive_vector(h_plus, h_minus, lam, dense=dense)
+            semantic.append(self._rows(*dense.search_vectors(extra, depth))[0])
         return self._fuse([lexical, *semantic], k)
 
     def _bm25_contrastive_rows(self, h_plus: str, h_minus: str, lam: float, depth: int) -> list[tuple[int, float]]:

@@ -84,10 +84,11 @@ def ingest_vectors(vectors_dir: Path, store: PassageStore, target: Path, log=pri
         missing = next(pid for pid, row in row_of.items() if not filled[row])
         raise IndexMismatchError(f"{vectors_dir}: {int((~filled).sum())} of {store.count} passages have no vector "
                                  f"(first: {missing!r}); the vectors must cover the whole corpus")
+    dimension = int(out.shape[1])
     out.flush()
     del out
     partial.replace(target)
-    return store.count, int(np.load(target, mmap_mode="r").shape[1])
+    return store.count, dimension
 
 
 def _first_repeat(ids: list[str]) -> str | None:
