@@ -18,6 +18,7 @@ import json
 import math
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -92,44 +93,69 @@ def percentile_ms(times: list[float]) -> tuple[float, float]:
     return float(np.percentile(times, 50) * 1e3), float(np.percentile(times, 95) * 1e3)
 
 
-def query(directory: Path, size: int) -> dict:
-    """Latency of BM25 and IVF-PQ at k = 15 (one query at a time, as a program asks), and IVF-PQ recall@15."""
-    from hyporag.retrieval import load_corpus, open_index
+def timed(search, probes: list, warm: int = 20) -> tuple[tuple[float, float], float, list]:
+    """(p50, p95) ms over the probes after `warm` untimed ones, the first (cold) query's ms, and the results. A
+    service is warm after its first queries; the cold figure is what the very first one costs (page faults)."""
+    started = time.perf_counter()
+    search(probes[0])
+    cold = (time.perf_counter() - started) * 1e3
+    for probe in probes[1:warm]:
+        search(probe)
+    times, found = [], []
+    for probe in probes:
+        started = time.perf_counter()
+        found.append(search(probe))
+        times.append(time.perf_counter() - started)
+    return percentile_ms(times), cold, found
+
+
+def exact_top(vectors: np.ndarray, probes: np.ndarray, size: int) -> np.ndarray:
+    """Exact top-K rows of every probe, chunk by chunk over the memory map (the recall reference)."""
     from hyporag.retrieval.dense import build_faiss
+    from hyporag.retrieval.mapped import release_pages
+
+    best = np.full((len(probes), K), -np.inf, dtype=np.float32)
+    rows = np.zeros((len(probes), K), dtype=np.int64)
+    for start in range(0, size, SHARD):
+        scores, ids = build_faiss(np.asarray(vectors[start:start + SHARD]), "flat").search(probes, K)
+        release_pages(vectors)
+        merged_s, merged_r = np.hstack([best, scores]), np.hstack([rows, ids + start])
+        order = np.argsort(-merged_s, axis=1)[:, :K]
+        best, rows = np.take_along_axis(merged_s, order, 1), np.take_along_axis(merged_r, order, 1)
+    return rows
+
+
+def query(directory: Path, size: int) -> dict:
+    """Latency of BM25 and IVF-PQ at k = 15 (one query at a time, as a program asks), warm and cold, and IVF-PQ's
+    recall@15 against exact search at each nprobe of a sweep (the default last)."""
+    import faiss
+
+    from hyporag.retrieval import load_corpus, open_index
+    from hyporag.retrieval.dense import default_nprobe
 
     corpus = load_corpus(str(directory / "corpus.jsonl"))
     rng = np.random.default_rng(1)
     texts = [line for i, line in enumerate((directory / "corpus.jsonl").open()) if i < 5000]
     asked = [" ".join(json.loads(texts[i])["contents"].split()[:12]) for i in rng.integers(0, len(texts), QUERIES)]
     bm25 = open_index(directory / "index-bm25", corpus, mode="bm25", checksums=False)
-    bm25_times = []
-    for q in asked:
-        started = time.perf_counter()
-        bm25.bm25.search_many([q], K)
-        bm25_times.append(time.perf_counter() - started)
+    bm25_ms, bm25_cold, _ = timed(lambda q: bm25.bm25.search_many([q], K), asked)
     dense = open_index(directory / "index-ivfpq", corpus, mode="dense", faiss_kind="ivfpq", checksums=False).dense
     vectors = np.load(directory / "index-ivfpq" / "dense" / "vectors.npy", mmap_mode="r")
     picks = rng.integers(0, size, QUERIES)
     probes = np.asarray(vectors[np.sort(picks)], dtype=np.float32) + 0.02 * rng.normal(size=(QUERIES, DIM))
     probes = (probes / np.linalg.norm(probes, axis=1, keepdims=True)).astype(np.float32)
-    dense_times, found = [], []
-    for probe in probes:
-        started = time.perf_counter()
-        rows, _ = dense.search_vectors(probe[None], K)
-        dense_times.append(time.perf_counter() - started)
-        found.append(rows[0])
-    out = {"bm25_ms": percentile_ms(bm25_times), "ivfpq_ms": percentile_ms(dense_times)}
-    if size <= 1_000_000:  # exact search for the recall figure, chunk by chunk over the memory map
-        best = np.full((QUERIES, K), -np.inf, dtype=np.float32)
-        rows = np.zeros((QUERIES, K), dtype=np.int64)
-        for start in range(0, size, SHARD):
-            scores, ids = build_faiss(np.asarray(vectors[start:start + SHARD]), "flat").search(probes, K)
-            merged_s, merged_r = np.hstack([best, scores]), np.hstack([rows, ids + start])
-            order = np.argsort(-merged_s, axis=1)[:, :K]
-            best, rows = np.take_along_axis(merged_s, order, 1), np.take_along_axis(merged_r, order, 1)
-        out["ivfpq_recall_at_15"] = float(np.mean([len(set(f) & set(e)) / K for f, e in zip(found, rows,
-                                                                                          strict=True)]))
-    return out
+    exact = exact_top(vectors, probes, size)
+    ivf = faiss.extract_index_ivf(dense.index)
+    sweep = {}
+    for nprobe in sorted({n for n in (8, 16, 32, 64, 128) if n < ivf.nlist} | {default_nprobe(ivf.nlist)}):
+        ivf.nprobe = nprobe
+        ms, cold, found = timed(lambda p: dense.search_vectors(p[None], K)[0][0], list(probes))
+        recall = float(np.mean([len(set(f) & set(e)) / K for f, e in zip(found, exact, strict=True)]))
+        sweep[nprobe] = {"ms": ms, "cold_ms": cold, "recall_at_15": recall}
+    chosen = sweep[default_nprobe(ivf.nlist)]
+    return {"bm25_ms": bm25_ms, "bm25_cold_ms": bm25_cold, "ivfpq_ms": chosen["ms"],
+            "ivfpq_cold_ms": chosen["cold_ms"], "ivfpq_recall_at_15": chosen["recall_at_15"], "nlist": ivf.nlist,
+            "nprobe": default_nprobe(ivf.nlist), "sweep": sweep}
 
 
 def exponent(sizes: list[int], values: list[float]) -> float:
@@ -141,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100000,1000000,5000000")
     parser.add_argument("--out", type=Path, default=Path("runs/scale"))
     parser.add_argument("--doc", type=Path, help="write the markdown table here (and a log-log PNG beside it)")
+    parser.add_argument("--redo", help="rebuild these parts (bm25,ivfpq) of sizes already measured; queries always")
     parser.add_argument("--child", nargs=2, metavar=("PART", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -151,12 +178,16 @@ def main(argv: list[str] | None = None) -> int:
     for size in sizes:
         directory = args.out / str(size)
         cached = directory / "result.json"
-        if cached.is_file():
-            results[size] = json.loads(cached.read_text())
+        row = json.loads(cached.read_text()) if cached.is_file() else {}
+        redo = set(args.redo.split(",")) if args.redo else set()
+        if row and not redo:
+            results[size] = row
             continue
         make_corpus(size, directory)
-        row = {}
         for part in ("bm25", "ivfpq"):
+            if part in row and part not in redo:
+                continue
+            shutil.rmtree(directory / f"index-{part}", ignore_errors=True)
             done = subprocess.run([sys.executable, __file__, "--child", part, str(directory)], check=True,
                                   capture_output=True, text=True)
             row[part] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -167,7 +198,31 @@ def main(argv: list[str] | None = None) -> int:
     print(table(sizes, results))
     if args.doc:
         args.doc.write_text(table(sizes, results))
+        plot(sizes, results, args.doc.with_suffix(".png"))
     return 0
+
+
+def plot(sizes: list[int], results: dict, path: Path) -> None:
+    """Log-log growth: build seconds, peak RSS and query p50 of BM25 and IVF-PQ against N."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = (("build s", "seconds", None), ("peak RSS GiB", "peak_rss_gib", None), ("query p50 ms", None, 0))
+    figure, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    for axis, (label, key, quantile) in zip(axes, panels, strict=True):
+        for part, name in (("bm25", "BM25"), ("ivfpq", "IVF-PQ")):
+            values = ([results[s][part][key] for s in sizes] if key else
+                      [results[s]["query"][f"{part}_ms"][quantile] for s in sizes])
+            axis.loglog(sizes, values, marker="o", label=f"{name} (exponent {exponent(sizes, values):.2f})")
+        axis.set_xlabel("passages")
+        axis.set_title(label)
+        axis.legend(fontsize=8)
+        axis.grid(True, which="both", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
 
 
 def table(sizes: list[int], results: dict) -> str:
@@ -177,19 +232,31 @@ def table(sizes: list[int], results: dict) -> str:
         "BM25 disk GiB": [results[s]["bm25"]["disk_gib"] for s in sizes],
         "BM25 query p50 ms": [results[s]["query"]["bm25_ms"][0] for s in sizes],
         "BM25 query p95 ms": [results[s]["query"]["bm25_ms"][1] for s in sizes],
+        "BM25 first (cold) query ms": [results[s]["query"]["bm25_cold_ms"] for s in sizes],
         "IVF-PQ build s": [results[s]["ivfpq"]["seconds"] for s in sizes],
         "IVF-PQ peak RSS GiB": [results[s]["ivfpq"]["peak_rss_gib"] for s in sizes],
         "IVF-PQ disk GiB": [results[s]["ivfpq"]["disk_gib"] for s in sizes],
         "IVF-PQ query p50 ms": [results[s]["query"]["ivfpq_ms"][0] for s in sizes],
         "IVF-PQ query p95 ms": [results[s]["query"]["ivfpq_ms"][1] for s in sizes],
+        "IVF-PQ first (cold) query ms": [results[s]["query"]["ivfpq_cold_ms"] for s in sizes],
     }
     lines = ["| figure | " + " | ".join(f"{s:,}" for s in sizes) + " | growth exponent |",
              "|---|" + "---:|" * (len(sizes) + 1)]
     for name, values in figures.items():
         lines.append(f"| {name} | " + " | ".join(f"{v:.3g}" for v in values) + f" | {exponent(sizes, values):.2f} |")
-    recall = {s: results[s]["query"].get("ivfpq_recall_at_15") for s in sizes}
-    lines.append("| IVF-PQ recall@15 vs exact | " + " | ".join("–" if recall[s] is None else f"{recall[s]:.3f}"
-                                                          for s in sizes) + " | |")
+    lines.append("| IVF-PQ recall@15 vs exact | " + " | ".join(
+        f"{results[s]['query']['ivfpq_recall_at_15']:.3f}" for s in sizes) + " | |")
+    lines.append("| IVF lists / nprobe (default) | " + " | ".join(
+        f"{results[s]['query']['nlist']} / {results[s]['query']['nprobe']}" for s in sizes) + " | |")
+    lines += ["", "nprobe sweep (IVF-PQ, k = 15, shortlist re-scored exactly): p50 ms / recall@15", "",
+              "| nprobe | " + " | ".join(f"{s:,}" for s in sizes) + " |", "|---:|" + "---:|" * len(sizes)]
+    probes = sorted({int(n) for s in sizes for n in results[s]["query"]["sweep"]})
+    for n in probes:
+        cells = []
+        for s in sizes:
+            point = results[s]["query"]["sweep"].get(str(n)) or results[s]["query"]["sweep"].get(n)
+            cells.append(f"{point['ms'][0]:.2f} / {point['recall_at_15']:.3f}" if point else "–")
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

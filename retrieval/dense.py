@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from hyporag.errors import ConfigError, IndexMismatchError
+from hyporag.retrieval.mapped import release_pages
 
 FAISS_KINDS = ("flat", "hnsw", "ivf", "ivfpq", "opq-ivfpq")
 IVF_KINDS = ("ivf", "ivfpq", "opq-ivfpq")  # memory-mappable: searched from the page cache, not loaded into RAM
@@ -109,6 +110,7 @@ def build_faiss(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, lists
         raise ConfigError(f"unknown FAISS index kind {kind!r}: use one of {', '.join(FAISS_KINDS)}")
     for start in range(0, len(vectors), ADD_CHUNK):
         index.add(np.ascontiguousarray(vectors[start:start + ADD_CHUNK], dtype=np.float32))
+        release_pages(vectors)  # RSS stays one chunk, not the whole file
     return index
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from hyporag.errors import IndexMismatchError
+from hyporag.retrieval.mapped import release_pages
 from hyporag.retrieval.store import PassageStore
 
 
@@ -78,6 +79,8 @@ def ingest_vectors(vectors_dir: Path, store: PassageStore, target: Path, log=pri
         if twice is not None:
             raise IndexMismatchError(f"{shard}: passage id {twice!r} has a vector twice")
         out[rows] = vectors
+        release_pages(out)  # written pages go to the page cache, not this process's RSS
+        release_pages(vectors)
         filled[rows] = True
         log(f"vectors: {shard.name}: {len(ids)} rows")
     if not filled.all():
