@@ -130,14 +130,20 @@ def cost_by_role(rows: list[dict]) -> dict[str, dict[str, dict]]:
     out: dict[str, dict[str, dict]] = {}
     for method, qs in _by_method(rows).items():
         totals: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(COST_FIELDS, 0.0))
+        processed: dict[str, float | None] = defaultdict(float)  # None once any call did not report its cache
         for r in qs.values():
             for role, cost in (r.cost_by_role or {}).items():
                 for field in COST_FIELDS:
                     totals[role][field] += cost.get(field, 0) or 0
+                known = cost.get("processed_tokens", 0 if not cost.get("calls") else None)
+                processed[role] = None if known is None or processed[role] is None else processed[role] + known
             if r.judge_label or r.judge_calls:
                 for field in COST_FIELDS:
                     totals["judge"][field] += getattr(r, f"judge_{field}", 0) or 0
-        out[method] = {role: {f: v / len(qs) for f, v in t.items()} for role, t in totals.items()}
+                processed["judge"] = None
+        out[method] = {role: {**{f: v / len(qs) for f, v in t.items()},
+                              "processed_tokens": None if processed[role] is None else processed[role] / len(qs)}
+                       for role, t in totals.items()}
     return out
 
 

@@ -45,6 +45,7 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "calls": cost.get("calls", 0),
         "input_tokens": cost.get("input_tokens", 0),
         "output_tokens": cost.get("output_tokens", 0),
+        "processed_tokens": cost.get("processed_tokens", 0 if not cost.get("calls") else None),
         "cost_by_role": cost.get("by_role", {}),
         "seconds": round(seconds, 3),
     }

@@ -42,21 +42,28 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
             "calls_per_q": sum(r.calls for r in items) / n if n else 0.0,
             "input_tokens_per_q": sum(r.input_tokens for r in items) / n if n else 0.0,
             "output_tokens_per_q": sum(r.output_tokens for r in items) / n if n else 0.0,
+            "processed_tokens_per_q": _mean_known([r.processed_tokens for r in items]),
             "seconds_per_q": sum(r.seconds for r in items) / n if n else 0.0,
         })
     return summary
 
 
+def _mean_known(values: list[int | None]) -> float | None:
+    """The mean, or None when any value is unknown (a backend that does not report its prompt cache)."""
+    return None if not values or any(v is None for v in values) else sum(values) / len(values)
+
+
 def format_table(summary: list[dict]) -> str:
     """A Markdown table of the summary (what `hyporag eval` prints and writes to summary.md)."""
     head = ("| method | n | accuracy | 95% CI | parse fail | errors | fallbacks (query / contrast) | calls/q | "
-            "in tok/q | out tok/q | s/q |")
-    lines = [head, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+            "in tok/q sent | processed | out tok/q | s/q |")
+    lines = [head, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in summary:
         lines.append(
             f"| {s['method']} | {s['n']} | {s['accuracy']:.3f} | {s['ci95_low']:.3f}–{s['ci95_high']:.3f} | "
             f"{s['parse_failures']} | {s['errors']} | {s.get('query_fallbacks', 0)} / "
             f"{s.get('contrast_fallbacks', 0)} | {s['calls_per_q']:.2f} | {s['input_tokens_per_q']:.0f} | "
+            f"{'–' if s.get('processed_tokens_per_q') is None else format(s['processed_tokens_per_q'], '.0f')} | "
             f"{s['output_tokens_per_q']:.0f} | {s['seconds_per_q']:.1f} |"
         )
     return "\n".join(lines)

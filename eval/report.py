@@ -82,11 +82,13 @@ def markdown(report: dict) -> str:
             f"{rule} ({'scored wrong' if rule == 'strict' else 'scored as A, MIRAGE'}) for "
             + ", ".join(m for m, r in rules.items() if r == rule) for rule in sorted(set(rules.values()))) + "."]
     if report.get("cost_by_role"):
-        lines += ["", "| method | role | calls/q | in tok/q | out tok/q | s/q |", "|---|---|---:|---:|---:|---:|"]
+        lines += ["", "| method | role | calls/q | in tok/q sent | processed | out tok/q | s/q |",
+                  "|---|---|---:|---:|---:|---:|---:|"]
         for method, roles in report["cost_by_role"].items():
             for role, c in roles.items():
                 lines.append(f"| {method} | {role} | {c['calls']:.2f} | {c['input_tokens']:.0f} | "
-                             f"{c['output_tokens']:.0f} | {cell(c['seconds'] or None, '{:.1f}')} |")
+                             f"{cell(c.get('processed_tokens'), '{:.0f}')} | {c['output_tokens']:.0f} | "
+                             f"{cell(c['seconds'] or None, '{:.1f}')} |")
     return "\n".join(lines) + "\n"
 
 

@@ -29,6 +29,7 @@ class ResultRow:
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    processed_tokens: int | None = None  # prompt tokens the backend processed (sent − its cache); None: unreported
     cost_by_role: dict = field(default_factory=dict)
     seconds: float = 0.0
     gold_in_context: bool | None = None

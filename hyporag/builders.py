@@ -15,7 +15,8 @@ def build_roles(config: RunConfig):
 
     configure_cache(enabled=not config.no_cache)
     return LMRoles.from_specs(config.lm, config.hypothesis_lm, config.answer_lm, config.judge_lm,
-                              adapter=config.adapter, **lm_build_kwargs(config))
+                              adapter=config.adapter, protocol=config.program_settings.get("protocol", "fast"),
+                              **lm_build_kwargs(config))
 
 
 def lm_build_kwargs(config: RunConfig) -> dict:
@@ -71,6 +72,8 @@ def load_frozen(config: RunConfig, roles):
     from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest
 
     manifest = read_artifact_manifest(config.program)
+    if config.adapter == "auto":
+        roles.use_adapters(manifest.get("adapters"))
     needs_retrieval = manifest["method"] != "cot"
     return load_artifact(config.program, build_retriever(config, needs_retrieval, manifest["retrieval"]), roles)
 

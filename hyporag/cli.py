@@ -39,8 +39,9 @@ def _add_lm_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--timeout", type=float, help="seconds to wait for each remote LM reply (default 120)")
     group.add_argument("--retries", type=int, help="retries with backoff for a remote LM (DSPy's; default 3)")
     group.add_argument("--no-cache", action="store_const", const=True, help="bypass DSPy's disk cache of LM calls")
-    group.add_argument("--adapter", choices=("auto", "json", "chat"),
-                       help="DSPy adapter: auto (default) = JSON for local models and --api-base servers, else Chat")
+    group.add_argument("--adapter", choices=("auto", "lean", "json", "chat"),
+                       help="DSPy adapter: auto (default) = lean for local models under --protocol fast, JSON for "
+                       "local ones under paper and for --api-base servers, else Chat")
 
 
 def _add_program_args(parser: argparse.ArgumentParser) -> None:

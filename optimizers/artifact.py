@@ -75,6 +75,8 @@ def save_artifact(directory: str | Path, program, retriever, lms: dict[str, str]
             "program_settings": program.settings(),
             "retrieval": retrieval_record(retriever),
             "lms": lms,
+            # the adapter writes every prompt: a reload must format them as the compile did
+            **({"adapters": program.roles.adapters()} if getattr(program, "roles", None) is not None else {}),
             "versions": {"hyporag": _version("hyporag"), "dspy": _version("dspy")},
             "program_sha256": digest,
             **extra,

@@ -1,8 +1,9 @@
 """Language models per role: any DSPy/LiteLLM model string, or `local:<alias|path.gguf>` run in-process.
 
 Roles let a strong model form hypotheses while a small one answers (the CHR paper's 72B/8B split is
-`--hypothesis-lm X --answer-lm Y`). Each role carries its own adapter: local GGUF models use JSONAdapter, whose
-schema llama.cpp enforces; remote models keep DSPy's default ChatAdapter (which falls back to JSON itself).
+`--hypothesis-lm X --answer-lm Y`). Each role carries its own adapter: local GGUF models use a JSON adapter, whose
+schema llama.cpp enforces (the lean one under the fast protocol); remote models keep DSPy's ChatAdapter (which
+falls back to JSON itself) or, behind an `api_base`, JSONAdapter, unless `--adapter` asks for another.
 """
 
 from __future__ import annotations
@@ -81,17 +82,26 @@ def is_local(lm: dspy.BaseLM) -> bool:
     return str(getattr(lm, "model", "")).startswith("local/")
 
 
-ADAPTERS = ("auto", "json", "chat")
+ADAPTERS = ("auto", "lean", "json", "chat")
 
 
-def adapter_for(lm: dspy.BaseLM, choice: str = "auto") -> dspy.Adapter:
-    """`auto`: JSON for local GGUF models and for self-hosted OpenAI-compatible servers (an `api_base`: llama.cpp,
-    vLLM, Ollama), whose small models break ChatAdapter's `[[ ## field ## ]]` format (a 1.5B writes
-    `[[ ## answer ## ]] = 'A'`, and DSPy's JSON retry doubles the calls); DSPy's ChatAdapter for hosted APIs."""
+def adapter_for(lm: dspy.BaseLM, choice: str = "auto", protocol: str = "fast") -> dspy.Adapter:
+    """`auto`: the lean JSON adapter for local GGUF models under the fast protocol (short prompts sharing a cached
+    prefix: prefill is the embedded model's cost); JSON for local models under the paper protocol (the prompts a
+    server gets, so served and in-process runs agree) and for self-hosted OpenAI-compatible servers (an
+    `api_base`: llama.cpp, vLLM, Ollama), whose small models break ChatAdapter's `[[ ## field ## ]]` format (a
+    1.5B writes `[[ ## answer ## ]] = 'A'`, and DSPy's JSON retry doubles the calls); ChatAdapter for hosted APIs."""
     if choice not in ADAPTERS:
         raise ModelError(f"unknown adapter {choice!r}: use one of {', '.join(ADAPTERS)}")
     if choice == "auto":
-        choice = "json" if is_local(lm) or (getattr(lm, "kwargs", None) or {}).get("api_base") else "chat"
+        if is_local(lm):
+            choice = "lean" if protocol != "paper" else "json"
+        else:
+            choice = "json" if (getattr(lm, "kwargs", None) or {}).get("api_base") else "chat"
+    if choice == "lean":
+        from hyporag.programs.lean_adapter import LeanAdapter
+
+        return LeanAdapter()
     return dspy.JSONAdapter() if choice == "json" else dspy.ChatAdapter()
 
 
@@ -127,7 +137,8 @@ class LMRoles:
 
     @classmethod
     def from_specs(cls, lm: str = DEFAULT_LM, hypothesis_lm: str | None = None, answer_lm: str | None = None,
-                   judge_lm: str | None = None, adapter: str = "auto", **build_kwargs: Any) -> LMRoles:
+                   judge_lm: str | None = None, adapter: str = "auto", protocol: str = "fast",
+                   **build_kwargs: Any) -> LMRoles:
         """Roles from CLI flags: `--lm` for all, each role flag overriding it; one LM object per distinct spec."""
         built: dict[str, dspy.BaseLM] = {}
 
@@ -135,12 +146,21 @@ class LMRoles:
             spec = spec or lm
             if spec not in built:
                 built[spec] = build_lm(spec, **build_kwargs)
-            return RoleLM(spec, built[spec], adapter_for(built[spec], adapter))
+            return RoleLM(spec, built[spec], adapter_for(built[spec], adapter, protocol))
 
         return cls(role(hypothesis_lm), role(answer_lm), role(judge_lm))
 
     def specs(self) -> dict[str, str]:
         return {name: getattr(self, name).spec for name in ROLES}
+
+    def use_adapters(self, recorded: dict[str, str] | None) -> None:
+        """Format prompts as a frozen artifact's compile did: its recorded adapter class per role, or, for an
+        artifact from before adapters were recorded, the rule of that time (JSON for local and served models)."""
+        choices = {"LeanAdapter": "lean", "JSONAdapter": "json", "ChatAdapter": "chat"}
+        for name in ROLES:
+            role = getattr(self, name)
+            saved = (recorded or {}).get(name)
+            role.adapter = adapter_for(role.lm, choices.get(saved, "auto"), protocol="paper" if not saved else "fast")
 
     def adapters(self) -> dict[str, str]:
         """Which DSPy adapter formats each role's prompts (it changes every prompt, so runs record it)."""

@@ -18,8 +18,8 @@ _SERVERS: dict[tuple[str, int], Any] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
-def _server_for(path: Path, n_ctx: int, threads: int):
-    key = (str(path), n_ctx)
+def _server_for(path: Path, n_ctx: int, threads: int, cache_reuse: int = 0):
+    key = (str(path), n_ctx, cache_reuse)
     with _SERVERS_LOCK:
         if key not in _SERVERS:
             try:
@@ -32,6 +32,7 @@ def _server_for(path: Path, n_ctx: int, threads: int):
             params.n_parallel = 1  # 2 cores: one slot keeps the whole prefix cache for the question being answered
             params.cpuparams.n_threads = threads
             params.cpuparams_batch.n_threads = threads
+            params.n_cache_reuse = cache_reuse  # >0: reuse cached chunks of at least this many tokens, shifted
             params.warmup = False
             params.verbosity = -1 if not os.environ.get("HYPORAG_LLAMA_VERBOSE") else 1
             _SERVERS[key] = xllamacpp.Server(params)
@@ -73,6 +74,28 @@ def cap_schema(schema: Any, max_chars: int, max_items: int) -> Any:
     return capped
 
 
+class EngineTimings:
+    """llama.cpp's own per-call timings, summed: tokens processed and generated and the milliseconds each took,
+    so a run can state the prefill and decode rates it actually got (the floor of its time)."""
+
+    FIELDS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.totals = dict.fromkeys(self.FIELDS, 0.0)
+        self._lock = threading.Lock()
+
+    def add(self, timings: dict[str, Any]) -> None:
+        with self._lock:
+            self.calls += 1
+            for name in self.FIELDS:
+                self.totals[name] += float(timings.get(name) or 0)
+
+    def snapshot(self) -> dict[str, float]:
+        with self._lock:
+            return {"calls": self.calls, **self.totals}
+
+
 class LocalEngine:
     """DSPy custom engine: `complete(Request) -> Response` over an xllamacpp server living in this process."""
 
@@ -80,12 +103,14 @@ class LocalEngine:
     supported_params = frozenset({"temperature", "max_tokens", "top_p", "stop", "seed", "response_format"})
 
     def __init__(self, model_path: str | os.PathLike, n_ctx: int = 8192, threads: int | None = None,
-                 max_string_chars: int | None = 320, max_list_items: int = 4):
+                 max_string_chars: int | None = 320, max_list_items: int = 4, cache_reuse: int = 0):
         self.model_path = Path(model_path)
         self.max_string_chars = max_string_chars
         self.max_list_items = max_list_items
         self.n_ctx = n_ctx
+        self.cache_reuse = cache_reuse
         self.threads = threads or max(1, os.cpu_count() or 1)
+        self.timings = EngineTimings()
         self._server = None
 
     def __deepcopy__(self, memo: dict) -> LocalEngine:
@@ -98,7 +123,7 @@ class LocalEngine:
         if self._server is None:
             # HYPORAG_LLAMA_THREADS lets two jobs share a 2-core machine (one thread each) without touching cache keys
             threads = int(os.environ.get("HYPORAG_LLAMA_THREADS") or self.threads)
-            self._server = _server_for(self.model_path, self.n_ctx, threads)
+            self._server = _server_for(self.model_path, self.n_ctx, threads, self.cache_reuse)
         return self._server
 
     def to_openai_body(self, request) -> dict[str, Any]:
@@ -137,18 +162,24 @@ class LocalEngine:
             raise ModelError(f"local model {self.model_path.name} failed: {str(detail)[:200]}")
         choice = result["choices"][0]
         usage = result.get("usage") or {}
+        timings = result.get("timings") or {}
+        self.timings.add(timings)
         finish = "length" if choice.get("finish_reason") == "length" else "stop"
+        # llama.cpp's cache_n: prompt tokens served from its slot or host prompt cache, not processed again
+        cached = timings.get("cache_n", (usage.get("prompt_tokens_details") or {}).get("cached_tokens"))
         return Response(
             id=result.get("id") or None,
             model=request.model,
             message=Message.assistant([TextPart(choice["message"].get("content") or "")]),
             finish_reason=finish,
-            usage=Usage(input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens")),
+            usage=Usage(input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
+                        cache_read_tokens=cached),
         )
 
     def dump_state(self) -> dict[str, Any]:
         return {"model_path": str(self.model_path), "n_ctx": self.n_ctx, "threads": self.threads,
-                "max_string_chars": self.max_string_chars, "max_list_items": self.max_list_items}
+                "max_string_chars": self.max_string_chars, "max_list_items": self.max_list_items,
+                "cache_reuse": self.cache_reuse}
 
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LocalEngine:

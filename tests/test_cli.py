@@ -63,13 +63,21 @@ def test_public_api_is_lazy_and_complete():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "ok"
 
 
-def test_demo_runs_the_evaluation_directly_with_its_settings(monkeypatch):
+def test_demo_runs_the_evaluation_directly_with_its_settings(monkeypatch, capsys):
     import hyporag.cli_commands as commands
+    import hyporag.eval.report as report
     from hyporag.cli import main
 
     seen = {}
-    monkeypatch.setattr(commands, "evaluate_methods", lambda config, *a, **k: seen.setdefault("config", config) and 0)
+    summary = [{"method": "rag", "accuracy": 0.5, "ci95_low": 0.3, "ci95_high": 0.7, "gold_in_context": 0.625,
+                "seconds_per_q": 4.0}]
+    monkeypatch.setattr(commands, "run_methods",
+                        lambda config: seen.setdefault("config", config) and ({"methods": summary}, "runs/x", 16))
+    monkeypatch.setattr(report, "markdown", lambda result: "FULL TABLES")
     assert main(["demo", "--out", "runs/x"]) == 0
     config = seen["config"]
-    assert (config.dataset, config.methods, config.limit, config.out) == ("mmlu-med-dev", "cot,rag,chr", 8, "runs/x")
+    assert (config.dataset, config.methods, config.limit, config.out) == (
+        "mmlu-med-dev", "cot,rag,hcqr,chr", 16, "runs/x")
     assert config.program_settings["budget"] == 3
+    printed = capsys.readouterr().out
+    assert "FULL TABLES" in printed and "| rag | 0.500 | 0.30–0.70 | 0.62 | 4.0 |" in printed

@@ -31,7 +31,8 @@ def test_served_model_matches_in_process_and_reports_calls_and_tokens(tmp_path):
     with llama_server(resolve_model_path(DEFAULT_MODEL)) as (_, api_base):
         served = tmp_path / "served"
         assert main(["eval", "--methods", "cot,chr", *COMMON, *index, "--out", str(served), "--lm",
-                     f"openai/{ALIAS}", "--api-base", api_base, "--api-key", "none", "--no-cache"]) == 0
+                     f"openai/{ALIAS}", "--api-base", api_base, "--api-key", "none", "--no-cache",
+                     "--adapter", "lean"]) == 0  # a served model keeps JSONAdapter unless asked: ask for lean
     rows = rows_of(served)
     assert len(rows) == 4
     for (method, _), row in rows.items():
@@ -39,11 +40,13 @@ def test_served_model_matches_in_process_and_reports_calls_and_tokens(tmp_path):
         assert row["calls"] == (1 if method == "cot" else 2)  # one call per step: no adapter retry
         assert row["input_tokens"] > 0 and row["output_tokens"] > 0
     settings = json.loads((served / "run.json").read_text())
-    assert settings["adapters"]["answer"] == "JSONAdapter" and settings["context_check"].startswith("8192 tokens")
+    assert settings["adapters"]["answer"] == "LeanAdapter" and settings["context_check"].startswith("8192 tokens")
+    assert all(r["processed_tokens"] is not None for r in rows.values())  # llama.cpp reports its prompt cache
 
     local = tmp_path / "local"
     assert main(["eval", "--methods", "cot", *COMMON, *index, "--out", str(local), "--no-cache"]) == 0
     in_process = rows_of(local)
+    assert json.loads((local / "run.json").read_text())["adapters"]["answer"] == "LeanAdapter"  # auto, embedded
     # temperature 0, the same prompts and the same weights: the same letter for every question
     assert {q: r["answer"] for (m, q), r in rows.items() if m == "cot"} == {
         q: r["answer"] for (_, q), r in in_process.items()}

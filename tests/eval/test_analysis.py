@@ -94,13 +94,17 @@ def test_overlap_reports_share_with_no_shared_passage():
 def test_cost_by_role_includes_the_judge_and_adds_up_per_question():
     rows = [{**row("1", "chr", True, "Useful", ["x"]), "judge_calls": 1, "judge_input_tokens": 900,
              "judge_output_tokens": 40, "judge_seconds": 3.0,
-             "cost_by_role": {"hypothesis": {"calls": 1, "input_tokens": 400, "output_tokens": 60, "seconds": 5.0},
+             "cost_by_role": {"hypothesis": {"calls": 1, "input_tokens": 400, "output_tokens": 60, "seconds": 5.0,
+                                             "processed_tokens": 150},
                               "answer": {"calls": 1, "input_tokens": 800, "output_tokens": 10, "seconds": 2.0}}},
             {**row("2", "chr", False, "NotUseful", ["y"]),  # served from the cache: no calls, no judge cost
              "cost_by_role": {"answer": {"calls": 0, "input_tokens": 0, "output_tokens": 0, "seconds": 0.1}}}]
     costs = analysis.cost_by_role(rows)["chr"]
-    assert costs["hypothesis"] == {"calls": 0.5, "input_tokens": 200, "output_tokens": 30, "seconds": 2.5}
+    assert costs["hypothesis"] == {"calls": 0.5, "input_tokens": 200, "output_tokens": 30, "seconds": 2.5,
+                                   "processed_tokens": 75}
     assert costs["answer"]["calls"] == 0.5 and costs["judge"]["input_tokens"] == 450
+    # a call that did not report its prompt cache leaves the processed count unknown, never zero
+    assert costs["answer"]["processed_tokens"] is None and costs["judge"]["processed_tokens"] is None
     assert costs["judge"]["seconds"] == 1.5
 
 

@@ -65,6 +65,7 @@ def test_frozen_program_reproduces_in_a_fresh_process(tiny_retriever, tiny_quest
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["program_settings"]["schedule"] == "linear" and manifest["program_settings"]["lam_max"] == 0.8
     assert manifest["retrieval"]["index_fingerprint"] == tiny_retriever.fingerprint
+    assert manifest["adapters"]["answer"] == "ChatAdapter"  # the reload formats prompts as the compile did
     assert json.loads((out / "program.json").read_text())  # plain JSON, no pickle
 
     lm = DummyLM(dict(REPLIES))

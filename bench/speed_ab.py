@@ -1,0 +1,130 @@
+"""Issue 18's A/B: the embedded model's prompts as JSONAdapter lays them out (`old`, today's) and as the lean adapter
+does (`new`), side by side in one process on the same questions, every LM call fresh (DSPy's cache off).
+
+Question by question, old and new alternate which goes first, each running cot, rag, hcqr and chr (B = 3, fast
+protocol) on the one llama.cpp server, so the machine's noise falls on both alike. Each row keeps the seconds, the
+prompt tokens sent and processed (llama.cpp's cache_n), the output tokens and llama.cpp's own prefill and decode
+milliseconds. Prefill and decode rates are calibrated in the same run (a fresh ~600-token prompt and up to 64
+generated tokens, every 8 questions); a method's floor is processed tokens / prefill rate + generated tokens /
+decode rate. Rows are appended as they finish; a re-run resumes.
+    .venv/bin/python bench/speed_ab.py --out runs/speed-ab --doc docs/speed.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+METHODS = ("cot", "rag", "hcqr", "chr")
+VARIANTS = {"old": {"adapter": "json"}, "new": {"adapter": "auto"}, "new+reuse": {"adapter": "auto", "reuse": 256}}
+TIMING_FIELDS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n", "calls")
+
+
+def question_set(demo: int, extra: int, seed: int) -> list[tuple[str, object]]:
+    """The demo's questions (mmlu-med-dev, its seeded order) and `extra` more from mmlu-med-dev + mmlu-med-val."""
+    from hyporag.builders import select_examples
+    from hyporag.eval.datasets import load_benchmark
+
+    shown = select_examples(load_benchmark("mmlu-med-dev").examples, demo, seed)
+    ids = {e.id for e in shown}
+    pool = [e for e in select_examples(load_benchmark("mmlu-med-dev,mmlu-med-val").examples, None, seed)
+            if e.id not in ids]
+    return [("demo", e) for e in shown] + [("mmlu-med", e) for e in pool[:extra]]
+
+
+def engine_of(roles):
+    return roles.answer.lm._engine_spec
+
+
+def calibrate(engine, index: int, corpus_texts: list[str]) -> dict:
+    """One fresh prompt (nothing of it cached) and a free generation: llama.cpp's prefill and decode rates now."""
+    text = f"Note {index}. " + " ".join(corpus_texts[index % len(corpus_texts):][:6])[:2600]
+    body = {"messages": [{"role": "user", "content": text + "\n\nSummarise this note in detail."}],
+            "max_tokens": 64, "temperature": 0.0}
+    timings = engine.server.handle_chat_completions(body).get("timings") or {}
+    return {k: timings.get(k) for k in ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/speed-ab"))
+    parser.add_argument("--doc", type=Path, help="write the markdown tables here")
+    parser.add_argument("--demo-questions", type=int, default=16)
+    parser.add_argument("--extra-questions", type=int, default=40)
+    parser.add_argument("--variants", default="old,new")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--table-only", action="store_true", help="redraw the tables from the rows (no LM)")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows_path, calib_path = args.out / "rows.jsonl", args.out / "calibration.jsonl"
+    variants = args.variants.split(",")
+    command_path = args.out / "command.txt"
+    if not args.table_only:
+        command_path.write_text(" ".join(["python", "bench/speed_ab.py", *(argv if argv is not None else
+                                                                           sys.argv[1:])]))
+        run(args, variants, rows_path, calib_path)
+    from speed_ab_table import tables  # noqa: E402 - bench/ sibling, kept apart to stay small
+
+    command = command_path.read_text() if command_path.is_file() else "?"
+    text = tables(read_jsonl(rows_path), read_jsonl(calib_path), variants, METHODS, command)
+    print(text)
+    if args.doc:
+        args.doc.write_text(text)
+    return 0
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.open()] if path.is_file() else []
+
+
+def run(args, variants: list[str], rows_path: Path, calib_path: Path) -> None:
+    from tqdm import tqdm
+
+    from hyporag.builders import build_program, build_retriever, build_roles
+    from hyporag.eval.evaluate import run_one
+    from hyporag.run_config import RunConfig
+
+    config = RunConfig(no_cache=True, program_settings={"budget": 3, "protocol": "fast"})
+    retriever = build_retriever(config, True)
+    setups = {}
+    for name in variants:
+        roles = build_roles(config.replace(adapter=VARIANTS[name]["adapter"]))
+        engine_of(roles).cache_reuse = VARIANTS[name].get("reuse", 0)  # before the server starts (lazily)
+        setups[name] = (roles, {m: build_program(m, config, retriever, roles) for m in METHODS})
+    done = {(r["variant"], r["method"], r["question_id"]) for r in read_jsonl(rows_path)}
+    questions = question_set(args.demo_questions, args.extra_questions, args.seed)
+    texts = [p.contents for p in retriever.store.get(list(range(0, 40_000, 100)))]  # fresh text to calibrate on
+    calibrations = len(read_jsonl(calib_path))
+    bar = tqdm(total=len(questions) * len(variants) * len(METHODS), initial=len(done), unit="answer")
+    with rows_path.open("a") as rows_out, calib_path.open("a") as calib_out:
+        for position, (group, example) in enumerate(questions):
+            if position % 8 == 0 and calibrations <= position // 8:
+                engine = engine_of(setups[variants[0]][0])
+                calib_out.write(json.dumps({"at_question": position, **calibrate(engine, position, texts)}) + "\n")
+                calib_out.flush()
+                calibrations += 1
+            order = variants if position % 2 == 0 else variants[::-1]
+            for name in order:
+                roles, programs = setups[name]
+                engine = engine_of(roles)
+                for method in METHODS:
+                    if (name, method, example.id) in done:
+                        continue
+                    before = engine.timings.snapshot()
+                    started = time.perf_counter()
+                    row = run_one(programs[method], example, method)
+                    after = engine.timings.snapshot()
+                    row.update(variant=name, group=group, wall_seconds=round(time.perf_counter() - started, 3),
+                               llama={k: after[k] - before[k] for k in TIMING_FIELDS})
+                    rows_out.write(json.dumps(row) + "\n")
+                    rows_out.flush()
+                    bar.update(1)
+    bar.close()
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""docs/speed.md's tables from bench/speed_ab.py's rows: per method and variant, time, tokens sent and processed,
+the floor from the rates calibrated in the same run, accuracy with the paired test, and the goals of issue 18."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from hyporag.eval.metrics import wilson_interval
+from hyporag.eval.paired import paired_comparison
+
+
+def rates(calibrations: list[dict]) -> tuple[float, float]:
+    """Prefill and decode tokens per second over every calibration of the run."""
+    prompt = sum(c["prompt_n"] or 0 for c in calibrations), sum(c["prompt_ms"] or 0 for c in calibrations)
+    decode = sum(c["predicted_n"] or 0 for c in calibrations), sum(c["predicted_ms"] or 0 for c in calibrations)
+    return prompt[0] / (prompt[1] / 1e3), decode[0] / (decode[1] / 1e3)
+
+
+def complete(rows: list[dict], variants: list[str], methods: tuple[str, ...]) -> dict[tuple[str, str], dict]:
+    """The rows of questions every variant finished for every method, keyed (variant, method) -> {qid: row}."""
+    by = defaultdict(dict)
+    for r in rows:
+        by[r["variant"], r["method"]][r["question_id"]] = r
+    shared = None
+    for key in [(v, m) for v in variants for m in methods]:
+        ids = set(by[key])
+        shared = ids if shared is None else shared & ids
+    return {k: {q: r for q, r in v.items() if q in (shared or set())} for k, v in by.items()}
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def tables(rows: list[dict], calibrations: list[dict], variants: list[str], methods: tuple[str, ...],
+           command: str) -> str:
+    if not rows or not calibrations:
+        return "no rows yet\n"
+    prefill, decode = rates(calibrations)
+    runs = complete(rows, variants, methods)
+    n = len(next(iter(runs.values()))) if runs else 0
+    lines = [f"Command: `{command}`", "",
+             f"{n} questions, every variant and method on each; prefill {prefill:.1f} tokens/s and decode "
+             f"{decode:.1f} tokens/s (llama.cpp's timings, {len(calibrations)} calibrations in the same run).", "",
+             "| method | variant | accuracy | 95% CI | parse fail | errors | gold in ctx | s/q | sent tok/q | "
+             "processed tok/q | processed / sent | out tok/q | floor s/q | measured / floor |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    summary = {}
+    for method in methods:
+        for variant in variants:
+            qs = list(runs.get((variant, method), {}).values())
+            if not qs:
+                continue
+            correct = sum(bool(r["correct"]) for r in qs)
+            low, high = wilson_interval(correct, len(qs))
+            seconds = mean([r["seconds"] for r in qs])
+            sent = mean([r["input_tokens"] for r in qs])
+            processed = mean([r["processed_tokens"] or 0 for r in qs])
+            out = mean([r["output_tokens"] for r in qs])
+            floor = processed / prefill + out / decode
+            with_context = [r for r in qs if r.get("gold_in_context") is not None]
+            gold = mean([bool(r["gold_in_context"]) for r in with_context]) if with_context else None
+            summary[variant, method] = {"seconds": seconds, "sent": sent, "processed": processed,
+                                        "correct": {r["question_id"]: bool(r["correct"]) for r in qs}}
+            lines.append(f"| {method} | {variant} | {correct / len(qs):.3f} | {low:.2f}–{high:.2f} | "
+                         f"{sum(bool(r['parse_failure']) for r in qs)} | {sum(bool(r['error']) for r in qs)} | "
+                         f"{'–' if gold is None else f'{gold:.2f}'} | {seconds:.1f} | {sent:.0f} | "
+                         f"{processed:.0f} | {processed / sent:.2f} | {out:.0f} | {floor:.1f} | "
+                         f"{seconds / floor:.2f} |")
+    if "old" in variants:
+        lines += ["", "| method | variant | s/q new ÷ old (goal ≤ 0.6) | processed ÷ sent (goal ≤ 0.5) | "
+                  "accuracy new − old | McNemar p |", "|---|---|---:|---:|---:|---:|"]
+        for method in methods:
+            old = summary.get(("old", method))
+            for variant in [v for v in variants if v != "old"]:
+                new = summary.get((variant, method))
+                if not old or not new:
+                    continue
+                paired = paired_comparison(new["correct"], old["correct"])
+                lines.append(f"| {method} | {variant} | {new['seconds'] / old['seconds']:.2f} | "
+                             f"{new['processed'] / new['sent']:.2f} | {paired['difference']:+.3f} | "
+                             f"{paired['p_value']:.2f} |")
+    return "\n".join(lines) + "\n"
