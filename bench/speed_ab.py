@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 
 METHODS = ("cot", "rag", "hcqr", "chr")
-VARIANTS = {"old": {"adapter": "json"}, "new": {"adapter": "auto"}, "new+reuse": {"adapter": "auto", "reuse": 256}}
+VARIANTS = {"old": {"adapter": "json"}, "new": {"adapter": "auto"},
+            # llama.cpp options, tried against `new`: shifted-chunk reuse, and no host prompt cache (slot cache only)
+            "new+reuse": {"adapter": "auto", "reuse": 64}, "new-hostcache": {"adapter": "auto", "host_mib": 0}}
 TIMING_FIELDS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n", "calls")
 
 
@@ -92,7 +94,8 @@ def run(args, variants: list[str], rows_path: Path, calib_path: Path) -> None:
     setups = {}
     for name in variants:
         roles = build_roles(config.replace(adapter=VARIANTS[name]["adapter"]))
-        engine_of(roles).cache_reuse = VARIANTS[name].get("reuse", 0)  # before the server starts (lazily)
+        engine = engine_of(roles)  # its server starts lazily: options set now apply
+        engine.cache_reuse, engine.host_cache_mib = VARIANTS[name].get("reuse", 0), VARIANTS[name].get("host_mib")
         setups[name] = (roles, {m: build_program(m, config, retriever, roles) for m in METHODS})
     done = {(r["variant"], r["method"], r["question_id"]) for r in read_jsonl(rows_path)}
     questions = question_set(args.demo_questions, args.extra_questions, args.seed)

@@ -51,8 +51,8 @@ def _add_program_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--index-dir", help="index directory (default: the cache's indexes/<corpus>-<source hash>)")
     group.add_argument("--retriever", choices=MODES, help="default: whatever the index holds")
     group.add_argument("--faiss", choices=FAISS_KINDS, help="FAISS index kind for dense search (default flat)")
-    group.add_argument("--nprobe", type=int, help="IVF indexes: lists searched per query (default lists / 16; "
-                       "more = closer to exact search, slower)")
+    group.add_argument("--nprobe", type=int, help="IVF indexes: lists searched per query (default lists / 16, at "
+                       "most 128; more = closer to exact search, slower)")
     group.add_argument("--embedder", help="check that the index's vectors were made by this encoder (queries always "
                        "use the index's own query side; another is refused)")
     group.add_argument("--rrf-k", type=int, help="reciprocal-rank-fusion constant for hybrid retrieval (default 60; "

@@ -30,7 +30,7 @@ class RunConfig:
     index_dir: str | None = None
     retriever: str | None = None
     faiss: str = "flat"
-    nprobe: int | None = None  # IVF kinds: inverted lists searched per query (default lists / 16)
+    nprobe: int | None = None  # IVF kinds: inverted lists searched per query (default lists / 16, at most 128)
     embedder: str | None = None  # index build: the encoder; elsewhere: checked against the index's own
     rrf_k: int = 60
     fuse_index: list[str] = field(default_factory=list)  # other indexes of the corpus fused in hybrid mode

@@ -18,8 +18,8 @@ _SERVERS: dict[tuple[str, int], Any] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
-def _server_for(path: Path, n_ctx: int, threads: int, cache_reuse: int = 0):
-    key = (str(path), n_ctx, cache_reuse)
+def _server_for(path: Path, n_ctx: int, threads: int, cache_reuse: int = 0, host_cache_mib: int | None = None):
+    key = (str(path), n_ctx, cache_reuse, host_cache_mib)
     with _SERVERS_LOCK:
         if key not in _SERVERS:
             try:
@@ -33,6 +33,8 @@ def _server_for(path: Path, n_ctx: int, threads: int, cache_reuse: int = 0):
             params.cpuparams.n_threads = threads
             params.cpuparams_batch.n_threads = threads
             params.n_cache_reuse = cache_reuse  # >0: reuse cached chunks of at least this many tokens, shifted
+            if host_cache_mib is not None:  # llama.cpp keeps earlier prompts' KV in RAM (default 8 GiB), 0 = off
+                params.cache_ram_mib = host_cache_mib
             params.warmup = False
             params.verbosity = -1 if not os.environ.get("HYPORAG_LLAMA_VERBOSE") else 1
             _SERVERS[key] = xllamacpp.Server(params)
@@ -103,12 +105,14 @@ class LocalEngine:
     supported_params = frozenset({"temperature", "max_tokens", "top_p", "stop", "seed", "response_format"})
 
     def __init__(self, model_path: str | os.PathLike, n_ctx: int = 8192, threads: int | None = None,
-                 max_string_chars: int | None = 320, max_list_items: int = 4, cache_reuse: int = 0):
+                 max_string_chars: int | None = 320, max_list_items: int = 4, cache_reuse: int = 0,
+                 host_cache_mib: int | None = None):
         self.model_path = Path(model_path)
         self.max_string_chars = max_string_chars
         self.max_list_items = max_list_items
         self.n_ctx = n_ctx
         self.cache_reuse = cache_reuse
+        self.host_cache_mib = host_cache_mib
         self.threads = threads or max(1, os.cpu_count() or 1)
         self.timings = EngineTimings()
         self._server = None
@@ -123,7 +127,7 @@ class LocalEngine:
         if self._server is None:
             # HYPORAG_LLAMA_THREADS lets two jobs share a 2-core machine (one thread each) without touching cache keys
             threads = int(os.environ.get("HYPORAG_LLAMA_THREADS") or self.threads)
-            self._server = _server_for(self.model_path, self.n_ctx, threads, self.cache_reuse)
+            self._server = _server_for(self.model_path, self.n_ctx, threads, self.cache_reuse, self.host_cache_mib)
         return self._server
 
     def to_openai_body(self, request) -> dict[str, Any]:
@@ -179,7 +183,7 @@ class LocalEngine:
     def dump_state(self) -> dict[str, Any]:
         return {"model_path": str(self.model_path), "n_ctx": self.n_ctx, "threads": self.threads,
                 "max_string_chars": self.max_string_chars, "max_list_items": self.max_list_items,
-                "cache_reuse": self.cache_reuse}
+                "cache_reuse": self.cache_reuse, "host_cache_mib": self.host_cache_mib}
 
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LocalEngine:

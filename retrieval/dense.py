@@ -20,6 +20,7 @@ IVF_KINDS = ("ivf", "ivfpq", "opq-ivfpq")  # memory-mappable: searched from the 
 PQ_KINDS = ("ivfpq", "opq-ivfpq")
 REFINE = 4  # a PQ search shortlists k·REFINE passages, re-scored exactly
 SMALL_BATCH = 32
+MAX_DEFAULT_NPROBE = 128
 ADD_CHUNK = 100_000  # rows added to FAISS at a time, read from the memory-mapped vectors
 
 
@@ -74,7 +75,9 @@ def training_sample(vectors: np.ndarray, lists: int, seed: int = 0) -> np.ndarra
     """An evenly spread, seeded sample for k-means and PQ training: 64 points a list, at least 10k, at most all."""
     size = min(len(vectors), max(10_000, 64 * lists))
     rows = np.sort(np.random.default_rng(seed).choice(len(vectors), size=size, replace=False))
-    return np.ascontiguousarray(vectors[rows], dtype=np.float32)
+    sample = np.ascontiguousarray(vectors[rows], dtype=np.float32)
+    release_pages(vectors)  # a spread sample maps nearly every page of the file (the kernel maps around faults)
+    return sample
 
 
 def build_threads() -> int:
@@ -115,7 +118,10 @@ def build_faiss(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, lists
 
 
 def default_nprobe(lists: int) -> int:
-    return max(1, lists // 16)
+    """lists / 16, at most 128: a query scans nprobe lists of ~n / lists vectors each, so an uncapped share of the
+    lists grows the cost with n (13 ms at 5M passages, 559 lists); the shortlist's exact re-scoring keeps recall
+    (docs/scale.md has the sweep). `--nprobe` sets it."""
+    return max(1, min(lists // 16, MAX_DEFAULT_NPROBE))
 
 
 class DenseIndex:
@@ -136,7 +142,7 @@ class DenseIndex:
     @classmethod
     def load(cls, directory: Path, encoder, kind: str = "flat", nprobe: int | None = None) -> DenseIndex:
         """Open (building it once from the saved vectors if missing) the FAISS index of `kind`. IVF kinds are
-        memory-mapped read-only, and search `nprobe` of their lists (default lists / 16)."""
+        memory-mapped read-only, and search `nprobe` of their lists (default lists / 16, at most 128)."""
         import faiss
 
         path = directory / f"faiss-{kind}.index"
