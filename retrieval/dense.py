@@ -22,6 +22,7 @@ REFINE = 4  # a PQ search shortlists k·REFINE passages, re-scored exactly
 SMALL_BATCH = 32
 MAX_DEFAULT_NPROBE = 128
 ADD_CHUNK = 100_000  # rows added to FAISS at a time, read from the memory-mapped vectors
+SAMPLE_CHUNK = 20_000  # training-sample rows copied between page releases
 
 
 def embed_in_shards(batches: Iterable[list[tuple[str, str]]], encoder, directory: Path, total: int,
@@ -75,8 +76,10 @@ def training_sample(vectors: np.ndarray, lists: int, seed: int = 0) -> np.ndarra
     """An evenly spread, seeded sample for k-means and PQ training: 64 points a list, at least 10k, at most all."""
     size = min(len(vectors), max(10_000, 64 * lists))
     rows = np.sort(np.random.default_rng(seed).choice(len(vectors), size=size, replace=False))
-    sample = np.ascontiguousarray(vectors[rows], dtype=np.float32)
-    release_pages(vectors)  # a spread sample maps nearly every page of the file (the kernel maps around faults)
+    sample = np.empty((size, vectors.shape[1]), dtype=np.float32)
+    for start in range(0, size, SAMPLE_CHUNK):  # a spread sample maps nearly every page (the kernel maps around
+        sample[start:start + SAMPLE_CHUNK] = vectors[rows[start:start + SAMPLE_CHUNK]]  # faults): release as we go
+        release_pages(vectors)
     return sample
 
 
