@@ -18,6 +18,27 @@ def _stemmer():
     return Stemmer.Stemmer("english")
 
 
+BLOCK = 1024  # rows per block of the top-k selection
+
+
+def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best rows, best first (ties by row), without partitioning all n scores: the k-th largest of the
+    1024-row blocks' maxima is at most the k-th largest score (k maxima are at least it), so the blocks whose maximum
+    reaches it hold every top-k row, ties included, and only those ~1024·k rows are ranked. ~3 ms instead of ~10 ms
+    at 5M rows."""
+    n = len(scores)
+    if n <= 4 * BLOCK * k:
+        candidates = np.arange(n)
+    else:
+        whole = n - n % BLOCK
+        maxima = scores[:whole].reshape(-1, BLOCK).max(axis=1)
+        kth = np.partition(maxima, len(maxima) - k)[len(maxima) - k]
+        blocks = np.flatnonzero(maxima >= kth)  # with ties, every block that may hold a tied row
+        candidates = np.concatenate([(blocks[:, None] * BLOCK + np.arange(BLOCK)).ravel(), np.arange(whole, n)])
+    picked = candidates[np.lexsort((candidates, -scores[candidates]))[:k]]
+    return picked, scores[picked]
+
+
 class BM25Index:
     """A bm25s index over the passage store's rows; `search_many` returns (rows, scores) arrays."""
 
@@ -56,7 +77,8 @@ class BM25Index:
 
     def search_many(self, queries: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows and scores per query; a query with no indexable term (only stopwords, say) gets row -1 and
-        score 0, which callers drop."""
+        score 0, which callers drop. Scores are bm25s's own (the same sums in the same order); only the scoring
+        loop and the top-k selection are ours, because bm25s's numpy path costs ~25 ms a query at 5M passages."""
         import bm25s
 
         k = min(k, self.size)
@@ -64,12 +86,23 @@ class BM25Index:
                                 show_progress=False)
         rows = np.full((len(tokens), k), -1, dtype=np.int64)
         scores = np.zeros((len(tokens), k), dtype=np.float32)
-        searchable = [i for i, t in enumerate(tokens) if t]
-        if searchable:  # bm25s cannot score an empty token list
-            found, found_scores = self.model.retrieve([tokens[i] for i in searchable], k=k, show_progress=False,
-                                                      n_threads=1)
-            rows[searchable], scores[searchable] = found, found_scores
+        for i, query_tokens in enumerate(tokens):
+            ids = [self.model.vocab_dict[t] for t in query_tokens if t in self.model.vocab_dict]
+            if ids:  # bm25s cannot score an empty token list
+                rows[i], scores[i] = top_k(self.scores_of(ids), k)
         return rows, scores
+
+    def scores_of(self, ids: list[int]) -> np.ndarray:
+        """Every passage's BM25 score for these term ids, as bm25s sums them (term by term, in query order): one
+        gather-add per term, since a term's postings name each passage once (bm25s uses np.add.at, 3x slower)."""
+        data, indices, indptr = (self.model.scores[name] for name in ("data", "indices", "indptr"))
+        total = np.zeros(self.size, dtype=np.dtype(self.model.dtype))
+        for term in ids:
+            start, end = indptr[term], indptr[term + 1]
+            total[indices[start:end]] += data[start:end]
+        if self.model.nonoccurrence_array is not None:
+            total += self.model.nonoccurrence_array[np.asarray(ids)].sum()
+        return total
 
     def score_rows(self, query: str, rows: np.ndarray) -> np.ndarray:
         """BM25 scores of one query against given rows (for contrastive scoring over a candidate union)."""
@@ -79,4 +112,4 @@ class BM25Index:
         ids = [self.model.vocab_dict[t] for t in tokens[0] if t in self.model.vocab_dict]
         if not ids:
             return np.zeros(len(rows), dtype=np.float32)
-        return np.asarray(self.model.get_scores_from_ids(ids), dtype=np.float32)[rows]
+        return np.asarray(self.scores_of(ids), dtype=np.float32)[rows]
