@@ -42,9 +42,9 @@ def tables(rows: list[dict], calibrations: list[dict], variants: list[str], meth
     lines = [f"Command: `{command}`", "",
              f"{n} questions, every variant and method on each; prefill {prefill:.1f} tokens/s and decode "
              f"{decode:.1f} tokens/s (llama.cpp's timings, {len(calibrations)} calibrations in the same run).", "",
-             "| method | variant | accuracy | 95% CI | parse fail | errors | gold in ctx | s/q | sent tok/q | "
-             "processed tok/q | processed / sent | out tok/q | floor s/q | measured / floor |",
-             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| method | variant | accuracy | 95% CI | parse fail | errors | gold in ctx | s/q | llama.cpp s/q | "
+             "sent tok/q | processed tok/q | processed / sent | out tok/q | floor s/q | measured / floor |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     summary = {}
     for method in methods:
         for variant in variants:
@@ -57,6 +57,7 @@ def tables(rows: list[dict], calibrations: list[dict], variants: list[str], meth
             sent = mean([r["input_tokens"] for r in qs])
             processed = mean([r["processed_tokens"] or 0 for r in qs])
             out = mean([r["output_tokens"] for r in qs])
+            inside = mean([(r["llama"]["prompt_ms"] + r["llama"]["predicted_ms"]) / 1e3 for r in qs])
             floor = processed / prefill + out / decode
             with_context = [r for r in qs if r.get("gold_in_context") is not None]
             gold = mean([bool(r["gold_in_context"]) for r in with_context]) if with_context else None
@@ -64,7 +65,7 @@ def tables(rows: list[dict], calibrations: list[dict], variants: list[str], meth
                                         "correct": {r["question_id"]: bool(r["correct"]) for r in qs}}
             lines.append(f"| {method} | {variant} | {correct / len(qs):.3f} | {low:.2f}–{high:.2f} | "
                          f"{sum(bool(r['parse_failure']) for r in qs)} | {sum(bool(r['error']) for r in qs)} | "
-                         f"{'–' if gold is None else f'{gold:.2f}'} | {seconds:.1f} | {sent:.0f} | "
+                         f"{'–' if gold is None else f'{gold:.2f}'} | {seconds:.1f} | {inside:.1f} | {sent:.0f} | "
                          f"{processed:.0f} | {processed / sent:.2f} | {out:.0f} | {floor:.1f} | "
                          f"{seconds / floor:.2f} |")
     if "old" in variants:

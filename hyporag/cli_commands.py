@@ -188,7 +188,7 @@ def cmd_report(args: argparse.Namespace, config: RunConfig) -> int:
     return 0
 
 
-DEMO_QUESTIONS, DEMO_METHODS = 16, "cot,rag,hcqr,chr"
+DEMO_QUESTIONS, DEMO_METHODS = 16, "cot,rag,chr"  # ~20 s a question with the lean adapter (docs/speed.md)
 
 
 def cmd_demo(args: argparse.Namespace, config: RunConfig) -> int:

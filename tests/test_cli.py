@@ -77,7 +77,7 @@ def test_demo_runs_the_evaluation_directly_with_its_settings(monkeypatch, capsys
     assert main(["demo", "--out", "runs/x"]) == 0
     config = seen["config"]
     assert (config.dataset, config.methods, config.limit, config.out) == (
-        "mmlu-med-dev", "cot,rag,hcqr,chr", 16, "runs/x")
+        "mmlu-med-dev", "cot,rag,chr", 16, "runs/x")
     assert config.program_settings["budget"] == 3
     printed = capsys.readouterr().out
     assert "FULL TABLES" in printed and "| rag | 0.500 | 0.30–0.70 | 0.62 | 4.0 |" in printed
