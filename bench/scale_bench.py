@@ -8,7 +8,7 @@ order, so a window is one section of one book). Vectors are a random projection 
 vector is its section's seeded random centre plus its own noise, a passage's the normalised sum of its sentences'.
 Passages of one section are close and others far, as real embeddings cluster by topic, and 5M of them cost
 seconds instead of weeks of CPU embedding.
-    .venv/bin/python bench/scale_bench.py --sizes 100000,1000000,5000000 --out runs/scale --doc docs/scale.md
+    .venv/bin/python bench/scale_bench.py --sizes 100000,1000000,5000000 --out runs/scale --doc docs/scale-table.md
 """
 
 from __future__ import annotations
