@@ -8,7 +8,7 @@ from collections.abc import Callable
 from itertools import combinations
 
 from hyporag.eval.paired import paired_comparison
-from hyporag.eval.row import ResultRow
+from hyporag.eval.row import ResultRow, processed_of
 from hyporag.judge_labels import LABELS
 
 
@@ -135,7 +135,7 @@ def cost_by_role(rows: list[dict]) -> dict[str, dict[str, dict]]:
             for role, cost in (r.cost_by_role or {}).items():
                 for field in COST_FIELDS:
                     totals[role][field] += cost.get(field, 0) or 0
-                known = cost.get("processed_tokens", 0 if not cost.get("calls") else None)
+                known = processed_of(cost)
                 processed[role] = None if known is None or processed[role] is None else processed[role] + known
             if r.judge_label or r.judge_calls:
                 for field in COST_FIELDS:

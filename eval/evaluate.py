@@ -18,7 +18,7 @@ from dspy.utils.exceptions import LMAuthError, LMTransportError
 from hyporag.errors import BackendError, HyporagError
 from hyporag.eval.evidence import hypothesis_option, option_evidence
 from hyporag.eval.parallel import run_parallel
-from hyporag.eval.row import ResultRow
+from hyporag.eval.row import ResultRow, processed_of
 from hyporag.programs.lm import explain_lm_error
 
 
@@ -45,7 +45,7 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "calls": cost.get("calls", 0),
         "input_tokens": cost.get("input_tokens", 0),
         "output_tokens": cost.get("output_tokens", 0),
-        "processed_tokens": cost.get("processed_tokens", 0 if not cost.get("calls") else None),
+        "processed_tokens": processed_of(cost),
         "cost_by_role": cost.get("by_role", {}),
         "seconds": round(seconds, 3),
     }

@@ -10,6 +10,11 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 
+def processed_of(cost: dict) -> int | None:
+    """A cost's processed prompt tokens: 0 when it made no call, None when unknown (rows from before the count)."""
+    return cost.get("processed_tokens", 0 if not cost.get("calls") else None)
+
+
 @dataclass
 class ResultRow:
     question_id: str

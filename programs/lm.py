@@ -159,8 +159,9 @@ class LMRoles:
         choices = {"LeanAdapter": "lean", "JSONAdapter": "json", "ChatAdapter": "chat"}
         for name in ROLES:
             role = getattr(self, name)
-            saved = (recorded or {}).get(name)
-            role.adapter = adapter_for(role.lm, choices.get(saved, "auto"), protocol="paper" if not saved else "fast")
+            saved = choices.get((recorded or {}).get(name))
+            # the rule of that time is today's `auto` under the paper protocol: JSON for local and served models
+            role.adapter = adapter_for(role.lm, saved) if saved else adapter_for(role.lm, "auto", protocol="paper")
 
     def adapters(self) -> dict[str, str]:
         """Which DSPy adapter formats each role's prompts (it changes every prompt, so runs record it)."""

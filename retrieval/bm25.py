@@ -87,10 +87,14 @@ class BM25Index:
         rows = np.full((len(tokens), k), -1, dtype=np.int64)
         scores = np.zeros((len(tokens), k), dtype=np.float32)
         for i, query_tokens in enumerate(tokens):
-            ids = [self.model.vocab_dict[t] for t in query_tokens if t in self.model.vocab_dict]
+            ids = self._term_ids(query_tokens)
             if ids:  # bm25s cannot score an empty token list
                 rows[i], scores[i] = top_k(self.scores_of(ids), k)
         return rows, scores
+
+    def _term_ids(self, tokens: list[str]) -> list[int]:
+        """The index's ids of a query's tokens; a token the corpus never used scores nothing and is dropped."""
+        return [self.model.vocab_dict[t] for t in tokens if t in self.model.vocab_dict]
 
     def scores_of(self, ids: list[int]) -> np.ndarray:
         """Every passage's BM25 score for these term ids, as bm25s sums them (term by term, in query order): one
@@ -109,7 +113,7 @@ class BM25Index:
         import bm25s
 
         tokens = bm25s.tokenize([query], stopwords="en", stemmer=self.stemmer, return_ids=False, show_progress=False)
-        ids = [self.model.vocab_dict[t] for t in tokens[0] if t in self.model.vocab_dict]
+        ids = self._term_ids(tokens[0])
         if not ids:
             return np.zeros(len(rows), dtype=np.float32)
         return np.asarray(self.scores_of(ids), dtype=np.float32)[rows]
