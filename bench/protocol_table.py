@@ -18,7 +18,7 @@ from hyporag.eval.metrics import summarize, wilson_interval
 from hyporag.eval.paired import paired_comparison
 from hyporag.eval.report import cell
 from hyporag.eval.results_store import latest_rows, read_rows
-from hyporag.eval.row import ResultRow
+from hyporag.eval.row import ResultRow, processed_of
 
 METHODS = ("cot", "rag", "rewrite", "hcqr", "chr")
 SETTINGS = [(p, b) for b in (3, 5) for p in ("fast", "paper")]
@@ -51,10 +51,16 @@ def fresh_cost(rows: list[dict]) -> dict[str, float]:
         for role, cost in (r.cost_by_role or {}).items():
             if cost.get("calls"):
                 per_role[role].append(cost)
-    total = dict.fromkeys(("calls", "input_tokens", "output_tokens", "seconds"), 0.0)
+    total: dict[str, float | None] = dict.fromkeys(("calls", "input_tokens", "output_tokens", "seconds"), 0.0)
+    total["processed_tokens"] = 0.0
     for costs in per_role.values():
-        for field in total:
+        for field in ("calls", "input_tokens", "output_tokens", "seconds"):
             total[field] += sum(c.get(field, 0) or 0 for c in costs) / len(costs)
+        processed = [processed_of(c) for c in costs]
+        if total["processed_tokens"] is not None and None not in processed:
+            total["processed_tokens"] += sum(processed) / len(processed)
+        else:
+            total["processed_tokens"] = None  # a backend that did not report its cache: unknown, never 0
     return total
 
 
@@ -81,8 +87,8 @@ def accuracy_table(runs: dict, ids: set[str]) -> list[str]:
 
 
 def cost_table(runs: dict, ids: set[str]) -> list[str]:
-    lines = ["| method | B | protocol | calls/q | input tok/q | output tok/q | s/q |",
-             "|---|---:|---|---:|---:|---:|---:|"]
+    lines = ["| method | B | protocol | calls/q | input tok/q sent | processed | output tok/q | s/q |",
+             "|---|---:|---|---:|---:|---:|---:|---:|"]
     for method in METHODS:
         for protocol, budget in SETTINGS:
             if method == "cot" and budget == 5:
@@ -90,7 +96,8 @@ def cost_table(runs: dict, ids: set[str]) -> list[str]:
             rows = [r for r in runs[protocol, budget] if r["method"] == method and r["question_id"] in ids]
             c = fresh_cost(rows)
             lines.append(f"| {method} | {'–' if method == 'cot' else budget} | {protocol} | {c['calls']:.2f} | "
-                         f"{c['input_tokens']:.0f} | {c['output_tokens']:.0f} | {c['seconds']:.1f} |")
+                         f"{c['input_tokens']:.0f} | {cell(c['processed_tokens'], '{:.0f}')} | "
+                         f"{c['output_tokens']:.0f} | {c['seconds']:.1f} |")
     return lines
 
 
