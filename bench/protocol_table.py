@@ -95,6 +95,9 @@ def cost_table(runs: dict, ids: set[str]) -> list[str]:
                 continue
             rows = [r for r in runs[protocol, budget] if r["method"] == method and r["question_id"] in ids]
             c = fresh_cost(rows)
+            if not c["calls"]:  # all prompts were B = 3's: B // 3 = 1 passage a query at B = 3 and 5
+                lines.append(f"| {method} | {budget} | {protocol} | 0 (B = 3's prompts, from cache) | – | – | – | – |")
+                continue
             lines.append(f"| {method} | {'–' if method == 'cot' else budget} | {protocol} | {c['calls']:.2f} | "
                          f"{c['input_tokens']:.0f} | {cell(c['processed_tokens'], '{:.0f}')} | "
                          f"{c['output_tokens']:.0f} | {c['seconds']:.1f} |")
