@@ -21,6 +21,7 @@ from hyporag.eval.results_store import latest_rows, read_rows
 from hyporag.eval.row import ResultRow, processed_of
 
 METHODS = ("cot", "rag", "rewrite", "hcqr", "chr")
+COST_FIELDS = ("calls", "input_tokens", "output_tokens", "seconds")
 SETTINGS = [(p, b) for b in (3, 5) for p in ("fast", "paper")]
 
 
@@ -44,24 +45,21 @@ def complete_questions(runs: dict[tuple[str, int], list[dict]]) -> set[str]:
     return done or set()
 
 
-def fresh_cost(rows: list[dict]) -> dict[str, float]:
+def fresh_cost(rows: list[dict]) -> dict[str, float | None]:
     """Calls, tokens and seconds per question, each role averaged over the rows where it really called its LM."""
     per_role: dict[str, list[dict]] = defaultdict(list)
     for r in map(ResultRow.of, rows):
         for role, cost in (r.cost_by_role or {}).items():
             if cost.get("calls"):
                 per_role[role].append(cost)
-    total: dict[str, float | None] = dict.fromkeys(("calls", "input_tokens", "output_tokens", "seconds"), 0.0)
-    total["processed_tokens"] = 0.0
+    total = dict.fromkeys(COST_FIELDS, 0.0)
+    processed: float | None = 0.0  # unknown (None) once any call did not report its cache, never 0
     for costs in per_role.values():
-        for field in ("calls", "input_tokens", "output_tokens", "seconds"):
+        for field in COST_FIELDS:
             total[field] += sum(c.get(field, 0) or 0 for c in costs) / len(costs)
-        processed = [processed_of(c) for c in costs]
-        if total["processed_tokens"] is not None and None not in processed:
-            total["processed_tokens"] += sum(processed) / len(processed)
-        else:
-            total["processed_tokens"] = None  # a backend that did not report its cache: unknown, never 0
-    return total
+        known = [processed_of(c) for c in costs]
+        processed = None if processed is None or None in known else processed + sum(known) / len(known)
+    return {**total, "processed_tokens": processed}
 
 
 def accuracy_table(runs: dict, ids: set[str]) -> list[str]:
