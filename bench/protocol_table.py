@@ -21,7 +21,6 @@ from hyporag.eval.results_store import latest_rows, read_rows
 from hyporag.eval.row import ResultRow, processed_of
 
 METHODS = ("cot", "rag", "rewrite", "hcqr", "chr")
-COST_FIELDS = ("calls", "input_tokens", "output_tokens", "seconds")
 SETTINGS = [(p, b) for b in (3, 5) for p in ("fast", "paper")]
 
 
@@ -52,10 +51,10 @@ def fresh_cost(rows: list[dict]) -> dict[str, float | None]:
         for role, cost in (r.cost_by_role or {}).items():
             if cost.get("calls"):
                 per_role[role].append(cost)
-    total = dict.fromkeys(COST_FIELDS, 0.0)
+    total = dict.fromkeys(analysis.COST_FIELDS, 0.0)
     processed: float | None = 0.0  # unknown (None) once any call did not report its cache, never 0
     for costs in per_role.values():
-        for field in COST_FIELDS:
+        for field in analysis.COST_FIELDS:
             total[field] += sum(c.get(field, 0) or 0 for c in costs) / len(costs)
         known = [processed_of(c) for c in costs]
         processed = None if processed is None or None in known else processed + sum(known) / len(known)
