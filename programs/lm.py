@@ -21,7 +21,22 @@ from hyporag.paths import cache_dir
 from hyporag.programs.gguf import DEFAULT_MODEL, resolve_model_path
 
 DEFAULT_LM = f"local:{DEFAULT_MODEL}"
-DEFAULT_TIMEOUT = 120.0  # seconds per remote call: a stalled server fails in 2 minutes, not lm15's 10
+DEFAULT_TIMEOUT = 120.0  # seconds per remote call: a stalled hosted API fails in 2 minutes, not lm15's 10
+# a CPU server on this machine reads a 4,000-token paper-protocol prompt at ~95 tokens/s and writes 512 tokens at
+# ~35/s: ~57 s idle, several times that when the cores are shared, so loopback endpoints get 10 minutes
+LOOPBACK_TIMEOUT = 600.0
+
+
+def default_timeout(api_base: str | None) -> float:
+    """Seconds per remote call when --timeout is not given: longer for a server on 127.0.0.1 (see above)."""
+    from hyporag.programs.model_identity import is_loopback
+
+    return LOOPBACK_TIMEOUT if is_loopback(api_base) else DEFAULT_TIMEOUT
+
+
+def identity_of(lm: dspy.BaseLM) -> dict[str, Any]:
+    """What identifies the weights behind `lm` (recorded in run.json; see programs.model_identity)."""
+    return getattr(lm, "_hyporag_identity", None) or {"kind": "model-string", "model": str(getattr(lm, "model", lm))}
 
 ROLES = ("hypothesis", "answer", "judge")
 _CACHE_CONFIGURED = False
@@ -29,10 +44,11 @@ _CACHE_CONFIGURED = False
 
 def configure_cache(directory: str | os.PathLike | None = None, enabled: bool = True) -> Path:
     """DSPy's disk cache under the project cache dir, so an identical re-run costs no LM calls."""
+    from hyporag.programs.model_identity import install_identity_cache
+
     global _CACHE_CONFIGURED
     path = Path(directory) if directory else cache_dir("dspy")
-    dspy.configure_cache(enable_disk_cache=enabled, enable_memory_cache=enabled, disk_cache_dir=str(path),
-                         restrict_pickle=True)
+    install_identity_cache(enable_disk_cache=enabled, enable_memory_cache=enabled, disk_cache_dir=str(path))
     _CACHE_CONFIGURED = True
     return path
 
@@ -42,6 +58,8 @@ def build_lm(spec: str, api_base: str | None = None, api_key: str | None = None,
              num_retries: int = 3, cap_outputs: bool = True) -> dspy.LM:
     """A `dspy.LM` for a model string; `local:` specs get the in-process llama.cpp engine, whose output grammar
     caps strings and lists (`cap_outputs`, the fast protocol) or keeps DSPy's schema as a server gets it (paper)."""
+    from hyporag.programs.model_identity import digest, local_identity, register, server_identity
+
     if spec.startswith("local:"):
         from hyporag.programs.local_engine import LocalEngine
 
@@ -49,21 +67,31 @@ def build_lm(spec: str, api_base: str | None = None, api_key: str | None = None,
         path = resolve_model_path(target)
         name = Path(target).stem if target.endswith(".gguf") else target
         engine = LocalEngine(path, n_ctx=n_ctx, max_string_chars=320 if cap_outputs else None)
-        # the model name is part of DSPy's cache key: capped and uncapped replies must never answer for each other
-        model = f"local/{name}" if cap_outputs else f"local/{name}+uncapped"
-        return dspy.LM(model, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache)
+        identity = {**local_identity(path, None if target.endswith(".gguf") else target), "capped": cap_outputs}
+        # the model name is part of DSPy's cache key: it carries the weights' identity (two `model.gguf` files are
+        # two models) and the output cap (capped and uncapped replies must never answer for each other)
+        model = f"local/{name}@{digest(identity)[:12]}"
+        lm = dspy.LM(model, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache)
+        lm._hyporag_identity = identity
+        return lm
     if "/" not in spec:
         raise ModelError(f"LM {spec!r}: use a DSPy/LiteLLM model string like 'openai/gpt-4o-mini' or 'local:<alias>'")
     # DSPy fetches LiteLLM's price map from the web on first use and warns when it cannot; the bundled snapshot
     # is what an offline or firewalled run gets anyway (LITELLM_LOCAL_MODEL_COST_MAP=false restores the fetch)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "true")
     kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "cache": cache,
-                              "num_retries": num_retries, "timeout": timeout or DEFAULT_TIMEOUT}
+                              "num_retries": num_retries, "timeout": timeout or default_timeout(api_base)}
     if api_base:
         kwargs["api_base"] = api_base
     if api_key:
         kwargs["api_key"] = api_key
-    return dspy.LM(spec, **kwargs)
+    lm = dspy.LM(spec, **kwargs)
+    # a hosted model string names one model; behind an api_base the name is the server's alias for whatever it loaded
+    identity = server_identity(api_base) if api_base else {"kind": "model-string", "model": spec}
+    lm._hyporag_identity = identity
+    if api_base:
+        register(lm.model, api_base, identity)
+    return lm
 
 
 def explain_lm_error(exc: BaseException) -> str:
@@ -74,7 +102,8 @@ def explain_lm_error(exc: BaseException) -> str:
         model = getattr(exc, "model", None) or text.partition("]")[0].lstrip("[")
         seconds = f"{float(waited.group(1)):g} s" if waited else "the time-out"
         return (f"{model} did not answer within {seconds}; raise --timeout (seconds per LM call, default "
-                f"{DEFAULT_TIMEOUT:g}) for a slow model, or check the server")
+                f"{DEFAULT_TIMEOUT:g}, {LOOPBACK_TIMEOUT:g} for a server on 127.0.0.1) for a slow model, or check "
+                "the server")
     return text[:300]
 
 
@@ -152,6 +181,10 @@ class LMRoles:
 
     def specs(self) -> dict[str, str]:
         return {name: getattr(self, name).spec for name in ROLES}
+
+    def identities(self) -> dict[str, dict[str, Any]]:
+        """What identifies each role's weights (run.json records it; a resume against other weights is refused)."""
+        return {name: identity_of(getattr(self, name).lm) for name in ROLES}
 
     def use_adapters(self, recorded: dict[str, str] | None) -> None:
         """Format prompts as a frozen artifact's compile did: its recorded adapter class per role, or, for an

@@ -59,11 +59,13 @@ def test_unreachable_endpoint_is_named_in_one_line(capsys):
     assert code == 3 and "127.0.0.1:9" in err and err.count("\n") == 0
 
 
-def test_remote_lms_have_a_default_timeout_per_call():
-    from hyporag.programs.lm import DEFAULT_TIMEOUT
+def test_remote_lms_have_a_default_timeout_per_call_sized_by_endpoint():
+    from hyporag.programs.lm import DEFAULT_TIMEOUT, LOOPBACK_TIMEOUT
 
-    lm = build_lm("openai/test-model", api_base="http://127.0.0.1:9/v1", api_key="k")
-    assert lm.kwargs["timeout"] == DEFAULT_TIMEOUT == 120.0
+    # a CPU server on this machine (a paper-protocol prompt takes ~1 min idle) waits longer than a hosted API
+    for base in ("http://127.0.0.1:9/v1", "http://localhost:9/v1", "http://[::1]:9/v1", "http://127.0.0.2:9"):
+        assert build_lm("openai/test-model", api_base=base, api_key="k").kwargs["timeout"] == LOOPBACK_TIMEOUT == 600
+    assert build_lm("openai/test-model", api_key="k").kwargs["timeout"] == DEFAULT_TIMEOUT == 120.0
     assert build_lm("openai/test-model", api_key="k", timeout=7).kwargs["timeout"] == 7
 
 
