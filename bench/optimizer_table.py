@@ -21,7 +21,7 @@ VARIANTS = ("before", "optuna", "optuna-modes", "bootstrap", "gepa")
 
 def correct_by_question(results_dir: Path) -> dict[str, bool]:
     """question id -> correct, from the rows `hyporag eval` kept (one method per results directory here)."""
-    rows, _, _ = read_rows(results_dir / ROWS)
+    rows, _ = read_rows(results_dir / ROWS)
     return {r["question_id"]: bool(r["correct"]) for r in latest_rows(rows)}
 
 

@@ -18,6 +18,7 @@ from dspy.utils.exceptions import LMAuthError, LMTransportError
 from hyporag.errors import BackendError, HyporagError
 from hyporag.eval.evidence import hypothesis_option, option_evidence
 from hyporag.eval.parallel import run_parallel
+from hyporag.eval.records import question_fingerprint
 from hyporag.eval.row import ResultRow, processed_of
 from hyporag.programs.lm import explain_lm_error
 
@@ -31,6 +32,7 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
     row = {
         "question_id": example.id,
         "method": method,
+        "question_fingerprint": question_fingerprint(example),
         "answer": answer,
         "gold": example.answer,
         "correct": answer == example.answer,

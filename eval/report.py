@@ -49,8 +49,16 @@ def cell(value: float | None, pattern: str = "{:.3f}") -> str:
 
 def markdown(report: dict) -> str:
     coverage = report.get("coverage")
-    lines = [f"**Partial run**: {coverage['questions_complete']} of {coverage['questions_planned']} questions have "
-             "every method finished; these tables cover only those.", ""] if coverage else []
+    lines = []
+    if coverage:
+        lines = [f"**Partial run**: {coverage['questions_complete']} of {coverage['questions_planned']} questions have "
+                 "every method finished; the tables after this one cover only those.", "",
+                 "| method | rows so far | errored | accuracy on its own rows so far (not paired) |",
+                 "|---|---:|---:|---:|"]
+        for method, p in (coverage.get("per_method") or {}).items():
+            lines.append(f"| {method} | {p['rows']} of {coverage['questions_planned']} | {p['errors']} | "
+                         f"{cell(p['accuracy'])} |")
+        lines.append("")
     lines += [format_table(report["methods"]), "",
              "| method | DUR | Δ vs rag | p (McNemar) | gold in ctx | distractor in ctx |",
              "|---|---:|---:|---:|---:|---:|"]
@@ -163,6 +171,17 @@ def write_report(rows: list[dict], settings: dict, method_order: list[str], out_
     return report
 
 
+def _progress(rows: list[dict], methods: list[str]) -> dict[str, dict]:
+    """Each method's own rows so far (a mid-run view: methods are at different questions, so not paired)."""
+    out: dict[str, dict] = {}
+    for method in methods:
+        mine = [r for r in rows if r["method"] == method]
+        scored = [r for r in mine if not r.get("error")]
+        out[method] = {"rows": len(mine), "errors": len(mine) - len(scored),
+                       "accuracy": sum(bool(r["correct"]) for r in scored) / len(scored) if scored else None}
+    return out
+
+
 def report_from_dir(out_dir: str | Path) -> dict:
     """Redraw a results directory's report from its rows, without an LM, even while its run is still appending.
 
@@ -178,7 +197,9 @@ def report_from_dir(out_dir: str | Path) -> dict:
     except json.JSONDecodeError as exc:
         raise HyporagError(f"{settings_path}: not valid JSON (line {exc.lineno})") from None
     methods = list(settings.get("methods") or [])
-    rows = [r for r in latest_rows(read_rows(rows_path)[0]) if not methods or r["method"] in methods]
+    current = settings.get("question_fingerprints")
+    rows = [r for r in latest_rows(read_rows(rows_path)[0]) if (not methods or r["method"] in methods)
+            and (current is None or r.get("question_fingerprint") == current.get(r["question_id"]))]
     methods = methods or list(dict.fromkeys(r["method"] for r in rows))
     finished: dict[str, set[str]] = {}
     for r in rows:
@@ -187,6 +208,7 @@ def report_from_dir(out_dir: str | Path) -> dict:
     planned = int(settings.get("n") or len(finished))
     coverage = None
     if len(complete) < planned:
-        coverage = {"questions_complete": len(complete), "questions_planned": planned, "rows": len(rows)}
+        coverage = {"questions_complete": len(complete), "questions_planned": planned, "rows": len(rows),
+                    "per_method": _progress(rows, methods)}
         rows = [r for r in rows if r["question_id"] in complete]
     return write_report(rows, settings, methods, out_dir, coverage)

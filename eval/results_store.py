@@ -1,22 +1,27 @@
 """The results directory of one evaluation: a lock, the run's settings, and an append-only JSONL of finished rows.
 
 Each finished (question, method) row is appended and fsync'ed on its own, so kill -9 loses at most the row being
-written; on resume a torn last line is dropped and every complete row is kept, never recomputed.
+written; on resume a torn or undecodable line is dropped (and kept aside in `results.jsonl.dropped`), and every
+intact row is kept, never recomputed, unless the question it answered has changed since (its fingerprint).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import sys
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from hyporag.atomic import write_json_atomic, write_text_atomic
-from hyporag.errors import HyporagError
+from hyporag.errors import DiskFullError, HyporagError
 
 ROWS = "results.jsonl"
+DROPPED = "results.jsonl.dropped"
 SETTINGS = "run.json"
 LOCK = ".lock"
 OWNER = ".lock.owner"
@@ -30,20 +35,38 @@ def latest_rows(rows: Iterable[dict]) -> list[dict]:
     return list(last.values())
 
 
-def read_rows(path: Path) -> tuple[list[dict], int, bool]:
-    """The complete rows of a results.jsonl, the bytes they span, and whether a torn line follows them.
-
-    Read-only, so a report can be drawn while a run is still appending."""
-    rows, good_bytes, torn = [], 0, False
+def read_rows(path: Path) -> tuple[list[dict], list[tuple[int, bytes]]]:
+    """Every intact row of a results.jsonl, and the lines that are not one (line number, bytes): a torn last
+    line after kill -9, or a damaged line anywhere. Read-only, so a report can be drawn while a run appends."""
+    rows, bad = [], []
     with path.open("rb") as handle:
-        for raw in handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
             try:
-                rows.append(json.loads(raw))
-                good_bytes += len(raw)
+                row = json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError):
-                torn = True
-                break
-    return rows, good_bytes, torn
+                row = None
+            if isinstance(row, dict) and "question_id" in row and "method" in row:
+                rows.append(row)
+            else:
+                bad.append((number, raw))
+    return rows, bad
+
+
+def raise_if_disk_full(exc: OSError, path: Path | str) -> None:
+    """A full disk (or quota) is its own failure with its own exit status, naming the file being written."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        raise DiskFullError(f"{path}: disk full while writing ({exc.strerror}); free space and re-run the same "
+                            "command: finished rows are kept") from None
+
+
+def _brief(identity: dict | None) -> str:
+    """An identity in a few words: the endpoint and what it serves, a file, or a pinned hash."""
+    identity = identity or {}
+    parts = [identity.get("endpoint"), identity.get("model_path"), ",".join(identity.get("models") or []) or None,
+             identity.get("path"), (identity.get("sha256") or "")[:12] or None, identity.get("model")]
+    return " ".join(str(p) for p in parts if p) or "unknown"
 
 
 class ResultsStore:
@@ -54,8 +77,11 @@ class ResultsStore:
         self.settings = settings
         self._lock = threading.Lock()
         self._handle = None
+        self.dropped: list[int] = []
 
     def __enter__(self) -> ResultsStore:
+        if self.directory.exists() and not self.directory.is_dir():
+            raise HyporagError(f"{self.directory}: is a file, not a results directory; give --out a directory")
         self.directory.mkdir(parents=True, exist_ok=True)
         self._acquire()
         try:
@@ -68,9 +94,14 @@ class ResultsStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._handle:
-            self._handle.close()
-        self._release()
+        try:
+            if self._handle:
+                self._handle.close()
+        except OSError as error:  # a full disk fails the close's flush too: the lock is released all the same
+            raise_if_disk_full(error, self.directory / ROWS)
+            raise
+        finally:
+            self._release()
 
     def _acquire(self) -> None:
         """An OS file lock (flock): the kernel releases it when its process dies, so there is no stale lock to
@@ -99,27 +130,47 @@ class ResultsStore:
                 previous = None
             keys = ("dataset", "lms", "adapters", "budget", "reasoning", "retriever", "index_fingerprint", "program")
             changed = [k for k in keys if previous is not None and previous.get(k) != self.settings.get(k)]
+            before, now = (previous or {}).get("lm_identities"), self.settings.get("lm_identities")
+            if not changed and before and now and before != now:
+                role = next((r for r in now if before.get(r) != now.get(r)), "answer")
+                raise HyporagError(f"{path}: the {role} model is not the one this run used ({_brief(before.get(role))} "
+                                   f"then, {_brief(now.get(role))} now: same name, other weights or endpoint); use "
+                                   "another --out (its rows and cached replies are another model's)")
             if changed:
                 raise HyporagError(f"{path}: this results dir holds a run with different {', '.join(changed)}; "
                                    "use another --out (rows from different settings must not mix)")
-        write_json_atomic(path, self.settings)
+        try:
+            write_json_atomic(path, self.settings)
+        except OSError as exc:
+            raise_if_disk_full(exc, path)
+            raise
 
     def _load_rows(self) -> list[dict]:
+        """The intact rows; damaged lines are copied to results.jsonl.dropped and the file rewritten without them
+        (atomically), so one bad line never costs the rows after it."""
         path = self.directory / ROWS
         if not path.is_file():
             return []
-        rows, good_bytes, torn = read_rows(path)
-        if torn or (good_bytes and not path.read_bytes().endswith(b"\n")):
-            with path.open("r+b") as handle:  # drop the torn tail a kill -9 left behind
-                handle.truncate(good_bytes if torn else path.stat().st_size)
-                if not torn:
-                    handle.seek(0, os.SEEK_END)
-                    handle.write(b"\n")
+        rows, bad = read_rows(path)
+        if bad:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            with (self.directory / DROPPED).open("ab") as handle:
+                for number, raw in bad:
+                    handle.write(f"# {stamp} line {number}\n".encode() + raw.rstrip(b"\n") + b"\n")
+            write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+            self.dropped = [number for number, _ in bad]
+            print(f"{path}: dropped {len(bad)} damaged line(s) ({', '.join(map(str, self.dropped[:5]))}); kept "
+                  f"{len(rows)} intact rows; the dropped bytes are in {self.directory / DROPPED}", file=sys.stderr)
+        elif path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+            with path.open("ab") as handle:  # a complete last row without its newline: the next append needs one
+                handle.write(b"\n")
         return rows
 
-    def done(self) -> set[tuple[str, str]]:
-        """Pairs finished without an error: errored rows (rate limits, crashes) are retried by a re-run."""
-        return {(r["question_id"], r["method"]) for r in self.latest() if not r.get("error")}
+    def done(self, fingerprints: dict[str, str] | None = None) -> set[tuple[str, str]]:
+        """Pairs finished without an error (errored rows are retried by a re-run) and, given the current questions'
+        `fingerprints`, for the same question: a row for an edited question is recomputed."""
+        return {(r["question_id"], r["method"]) for r in self.latest() if not r.get("error")
+                and (fingerprints is None or r.get("question_fingerprint") == fingerprints.get(r["question_id"]))}
 
     def latest(self) -> list[dict]:
         return latest_rows(self.rows)
@@ -127,7 +178,11 @@ class ResultsStore:
     def append(self, row: dict) -> None:
         line = json.dumps(row, ensure_ascii=False) + "\n"
         with self._lock:
-            self._handle.write(line)
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
+            try:
+                self._handle.write(line)
+                self._handle.flush()
+                os.fsync(self._handle.fileno())
+            except OSError as exc:
+                raise_if_disk_full(exc, self.directory / ROWS)
+                raise
             self.rows.append(row)

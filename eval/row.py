@@ -19,6 +19,7 @@ def processed_of(cost: dict) -> int | None:
 class ResultRow:
     question_id: str
     method: str
+    question_fingerprint: str | None = None  # question text, options and gold this row answered (None: older runs)
     answer: str | None = None
     gold: str = ""
     correct: bool = False

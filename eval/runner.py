@@ -6,6 +6,7 @@ labels each question's final context in the same worker, so a resumed run never 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import dspy
 
 from hyporag.errors import RunFailedError
 from hyporag.eval.evaluate import evaluate
+from hyporag.eval.records import question_fingerprint
 from hyporag.eval.report import write_report
 from hyporag.eval.results_store import ResultsStore
 from hyporag.eval.row import ResultRow
@@ -24,11 +26,19 @@ def run_evaluation(programs: dict[str, Callable], examples: Sequence[dspy.Exampl
                    judge: Callable | None = None, debug: bool = False) -> dict:
     """Evaluate every (question, method) pair not already in `out_dir`; returns the report (summary per method)."""
     out_dir = Path(out_dir)
+    fingerprints = {e.id: question_fingerprint(e) for e in examples}
+    # the questions this run answers, by content: a report drawn from the directory skips rows of older versions
+    settings = {**settings, "question_fingerprints": fingerprints}
     with ResultsStore(out_dir, settings) as store:
-        evaluate(programs, examples, threads, judge=judge, sink=store.append, skip=store.done(), progress=progress,
-                 debug=debug)
-        wanted = {(e.id, m) for e in examples for m in programs}
-        rows = [r for r in store.latest() if (r["question_id"], r["method"]) in wanted]
+        stale = [r for r in store.latest() if r["question_id"] in fingerprints and r["method"] in programs
+                 and r.get("question_fingerprint") != fingerprints[r["question_id"]]]
+        if stale:
+            print(f"{out_dir}: {len(stale)} stored row(s) answered a question that has changed since (text, options "
+                  f"or gold; first {stale[0]['question_id']}); answering them again", file=sys.stderr)
+        evaluate(programs, examples, threads, judge=judge, sink=store.append, skip=store.done(fingerprints),
+                 progress=progress, debug=debug)
+        rows = [r for r in store.latest() if r["method"] in programs
+                and r.get("question_fingerprint") == fingerprints.get(r["question_id"])]
         report = write_report(rows, settings, list(programs), out_dir)
     refuse_all_errored(rows, out_dir)
     return report

@@ -42,3 +42,9 @@ class RunFailedError(HyporagError):
     after keeping its rows and report."""
 
     exit_code = 4
+
+
+class DiskFullError(HyporagError):
+    """The disk (or quota) filled while writing results or artifacts; what was written before is intact (exit 5)."""
+
+    exit_code = 5

@@ -136,7 +136,11 @@ def test_report_of_a_partial_run_covers_only_questions_every_method_finished(tin
     path.write_text("".join(line for i, line in enumerate(lines) if i != dropped) + '{"torn')
     assert main(["report", str(tmp_path / "run")]) == 0
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["coverage"] == {"questions_complete": 2, "questions_planned": 3, "rows": 5}
+    coverage = summary["coverage"]
+    assert {k: coverage[k] for k in ("questions_complete", "questions_planned", "rows")} == {
+        "questions_complete": 2, "questions_planned": 3, "rows": 5}
+    # mid-run, each method's own rows so far are shown beside the paired tables
+    assert {m: p["rows"] for m, p in coverage["per_method"].items()} == {"cot": 3, "rag": 2}
     assert [s["n"] for s in summary["methods"]] == [2, 2]
     assert "Partial run" in (tmp_path / "run" / "summary.md").read_text()
     assert path.read_text().endswith('{"torn')  # read-only: a live run's file is never truncated by a report
