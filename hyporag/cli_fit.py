@@ -8,12 +8,12 @@ import json
 import sys
 from pathlib import Path
 
-from hyporag.builders import build_program, build_retriever, build_roles
+from hyporag.builders import build_program, build_retriever, build_roles, fit_to_context
 from hyporag.errors import HyporagError
 from hyporag.run_config import RunConfig
 
 
-def _plan(args: argparse.Namespace, config: RunConfig, method: str):
+def _plan(args: argparse.Namespace, config: RunConfig, method: str, questions: str):
     from hyporag.optimizers.fit import FitPlan
 
     try:
@@ -23,7 +23,8 @@ def _plan(args: argparse.Namespace, config: RunConfig, method: str):
     return FitPlan(method=method, dataset=config.dataset, out=str(args.out), fractions=fractions,
                    trials=args.trials, optimizer=None if args.skip_prompts else args.optimizer, metric=args.metric,
                    seed=config.seed, max_demos=args.max_demos,
-                   program_settings=tuple(sorted((k, json.dumps(v)) for k, v in config.program_settings.items())))
+                   program_settings=tuple(sorted((k, json.dumps(v)) for k, v in config.program_settings.items())),
+                   questions=questions)
 
 
 def cmd_fit(args: argparse.Namespace, config: RunConfig) -> int:
@@ -38,7 +39,7 @@ def run_fit(args: argparse.Namespace, config: RunConfig, roles) -> dict:
     from hyporag.eval.runner import run_evaluation
     from hyporag.optimizers.artifact import load_artifact, save_artifact
     from hyporag.optimizers.compile import compile_program
-    from hyporag.optimizers.fit import FitState, run_stage, three_way_split
+    from hyporag.optimizers.fit import FitState, questions_fingerprint, run_stage, three_way_split
     from hyporag.optimizers.splits import refuse_test_split
     from hyporag.optimizers.tune import best_program, open_study, run_study, variant
 
@@ -51,9 +52,14 @@ def run_fit(args: argparse.Namespace, config: RunConfig, roles) -> dict:
         method = read_artifact_manifest(config.program)["method"]  # --program implies its method
     if not method:
         raise HyporagError("give --method (or --program)")
+    refuse_test_split(config.dataset, args.allow_test)
+    loaded = load_benchmark(config.dataset, config.data_dir, skip_bad_rows=config.skip_bad_rows)
+    examples = loaded.examples[: config.limit] if config.limit else loaded.examples
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise HyporagError(f"{out}: is a file, not a directory; give --out a directory")
     out.mkdir(parents=True, exist_ok=True)
-    state = FitState(out, _plan(args, config, method))
+    state = FitState(out, _plan(args, config, method, questions_fingerprint(examples)))
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
 
     opened: dict = {}
@@ -66,10 +72,6 @@ def run_fit(args: argparse.Namespace, config: RunConfig, roles) -> dict:
 
     run_stage(state, "index", index, log)
     retriever = opened.get("retriever") or build_retriever(config, method != "cot")
-    refuse_test_split(config.dataset, args.allow_test)
-    examples = load_benchmark(config.dataset, config.data_dir).examples
-    if config.limit:
-        examples = examples[: config.limit]
     parts = three_way_split(examples, state.plan.fractions, config.seed)
     split = run_stage(state, "split", lambda: {
         "summary": " / ".join(f"{len(v)} {k}" for k, v in parts.items()),
@@ -80,6 +82,12 @@ def run_fit(args: argparse.Namespace, config: RunConfig, roles) -> dict:
     # on the index opened above (loading a --program through base_program would open it a second time)
     untuned = (load_artifact(config.program, retriever, roles) if config.program
                else build_program(method, config, retriever, roles))
+    # the check eval and ask run: a question whose answer prompt cannot fit is refused (or skipped) before any LM
+    # call here too, or the frozen program would be refused question by question afterwards
+    checked = {method: untuned, "rag": build_program("rag", config, retriever, roles)}
+    kept, _ = fit_to_context(train + val + heldout, loaded.where, checked, roles, config)
+    kept_ids = {e.id for e in kept}
+    train, val, heldout = ([e for e in part if e.id in kept_ids] for part in (train, val, heldout))
     tuned_dir, compiled_dir, final_dir = out / "stages" / "tuned", out / "stages" / "compiled", out / "artifact"
 
     def tune() -> dict:

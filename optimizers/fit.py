@@ -38,9 +38,18 @@ class FitPlan:
     seed: int = 0
     max_demos: int = 2
     program_settings: tuple = ()
+    questions: str = ""  # fingerprint of the dev set's contents: an edited question or gold is another fit
 
     def fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def questions_fingerprint(examples: list) -> str:
+    """The contents of a question set, in order: what a fit's every stage was computed from."""
+    from hyporag.eval.records import question_fingerprint
+
+    joined = "\n".join(f"{e.id}:{question_fingerprint(e)}" for e in examples)
+    return hashlib.sha256(joined.encode("utf-8")).hexdigest()[:16]
 
 
 def three_way_split(examples: list, fractions: tuple[float, float, float], seed: int) -> dict[str, list]:
@@ -68,6 +77,11 @@ class FitState:
         self.data: dict[str, Any] = {"plan": asdict(plan), "fingerprint": plan.fingerprint(), "stages": {}}
         if self.path.is_file():
             saved = json.loads(self.path.read_text(encoding="utf-8"))
+            before = (saved.get("plan") or {}).get("questions")
+            if saved.get("fingerprint") != plan.fingerprint() and before != plan.questions:
+                raise HyporagError(f"{self.path}: the questions of {plan.dataset} have changed since this fit "
+                                   "(text, options or gold; its held-out accuracies would be the old questions'); use "
+                                   "another --out")
             if saved.get("fingerprint") != plan.fingerprint():
                 raise HyporagError(f"{self.path}: this directory holds a fit with other settings; use another --out "
                                    "(a fit never overwrites another)")
