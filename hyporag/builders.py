@@ -44,11 +44,12 @@ def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = Non
     else:
         directory = default_index_dir(corpus)
     mode = config.retriever or recorded.get("mode")
-    if not (directory / "manifest.json").is_file():
+    if not _finished_index(directory):  # absent, or a first-use build that was interrupted: this command resumes it
         if mode not in (None, "bm25"):  # embedding takes long enough that it must be asked for
             raise HyporagError(f"no index at {directory}; build one with `hyporag index build --corpus {corpus.spec} "
                                f"--retriever {'dense' if mode == 'dense' else 'both'}`")
-        print(f"no index at {directory}: building a BM25 index of {corpus.name} first (once, ~10 s)", file=sys.stderr)
+        print(f"no finished index at {directory}: building a BM25 index of {corpus.name} first (once, ~10 s; an "
+              "interrupted build resumes here)", file=sys.stderr)
         build_index(corpus, directory, retriever="bm25", progress=False, log=lambda m: print(m, file=sys.stderr))
     retriever = open_index(directory, corpus=corpus, mode=mode, faiss_kind=config.faiss, rrf_k=config.rrf_k,
                            asked_encoder=config.embedder, nprobe=config.nprobe)
@@ -58,12 +59,49 @@ def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = Non
     return retriever
 
 
+def _finished_index(directory: Path) -> bool:
+    from hyporag.retrieval.index import MANIFEST, is_complete, read_manifest
+
+    if not (directory / MANIFEST).is_file():
+        return False
+    try:
+        return is_complete(read_manifest(directory))
+    except HyporagError:
+        return True  # a damaged manifest is reported by open_index, naming the file and the command
+
+
 def build_program(method: str, config: RunConfig, retriever, roles):
     """The method with its preset and the run's program settings on top (those it has)."""
     from hyporag.programs.registry import make_program, method_config
 
     return make_program(method, retriever=retriever, roles=roles,
                         config=method_config(method, config.program_settings, source="settings"))
+
+
+def artifact_config(config: RunConfig) -> RunConfig:
+    """The run's config for a frozen `--program`: its own program settings, protocol included, so the LM roles are
+    built as the freezing process built them (the embedded engine's output cap follows the protocol). A program
+    setting given with --program that differs from the artifact's is refused, naming where it came from: a frozen
+    program is evaluated as it was frozen, never silently as something else."""
+    import json
+
+    from hyporag.optimizers.artifact import read_artifact_manifest
+    from hyporag.run_config import where
+
+    manifest = read_artifact_manifest(config.program)
+    frozen = manifest["program_settings"]
+    for key, value in config.program_settings.items():
+        origin = config.sources.get(key, "command line")
+        if key not in frozen:
+            if origin == "command line":
+                raise HyporagError(f"{where(origin, key)}: the frozen {manifest['method']} program in {config.program} "
+                                   "has no such setting; drop the flag")
+            continue
+        if json.dumps(value, sort_keys=True) != json.dumps(frozen[key], sort_keys=True):
+            raise HyporagError(f"{where(origin, key)} = {value!r} differs from the frozen program's {key} = "
+                               f"{frozen[key]!r} ({config.program}); a frozen program runs with its own settings: "
+                               "drop the setting, or fit/compile a new program with it")
+    return config.replace(program_settings=dict(frozen))
 
 
 def load_frozen(config: RunConfig, roles):
@@ -97,6 +135,8 @@ def fit_to_context(examples: list, where, programs: dict, roles, config: RunConf
 
 def select_examples(examples: list, limit: int | None, seed: int) -> list:
     """A seeded shuffle, then the first `limit`: the same questions for every method and every re-run."""
+    if limit is not None and limit < 1:  # order[:0] is every question, order[:-1] all but one
+        raise HyporagError(f"limit must be 1 or more, got {limit}; omit it to run every question")
     order = list(examples)
     random.Random(seed).shuffle(order)
     return order[:limit] if limit else order

@@ -8,7 +8,15 @@ import sys
 import time
 from pathlib import Path
 
-from hyporag.builders import build_program, build_retriever, build_roles, fit_to_context, load_frozen, select_examples
+from hyporag.builders import (
+    artifact_config,
+    build_program,
+    build_retriever,
+    build_roles,
+    fit_to_context,
+    load_frozen,
+    select_examples,
+)
 from hyporag.errors import HyporagError
 from hyporag.run_config import RunConfig
 
@@ -82,6 +90,8 @@ def cmd_ask(args: argparse.Namespace, config: RunConfig) -> int:
     if not args.question.strip():
         raise HyporagError("--question: the question is empty")
     options = _parse_options(args.option)
+    if config.program:
+        config = artifact_config(config)
     roles = build_roles(config)
     if config.program:
         program = load_frozen(config, roles)
@@ -117,20 +127,36 @@ def cmd_eval(args: argparse.Namespace, config: RunConfig) -> int:
 
 def evaluate_methods(config: RunConfig, fail_under: list[str] | None = None, junit: str | None = None) -> int:
     """Run the configured methods (or a frozen --program) side by side; the exit status a CI gate reads."""
-    from hyporag.eval.ci_gate import check_bars, parse_bars, write_junit
+    from hyporag.eval.ci_gate import check_bars, parse_bars, refuse_unknown_bars, write_junit, write_junit_error
     from hyporag.eval.report import markdown
 
     bars = parse_bars(fail_under or [])
-    result, out, _ = run_methods(config)
+    if bars:
+        refuse_unknown_bars(bars, [f"{_artifact_method(config)}@{Path(config.program).name}"] if config.program
+                            else config.method_list)
+    suite = f"hyporag-eval-{Path(config.dataset).stem}"
+    try:
+        result, out, _ = run_methods(config)
+    except (HyporagError, KeyboardInterrupt) as exc:
+        if junit:  # every outcome writes the file: an older one must never stand for this run
+            code = 130 if isinstance(exc, KeyboardInterrupt) else exc.exit_code
+            write_junit_error(junit, suite, str(exc) or "interrupted", code)
+        raise
     print(markdown(result))
     print(f"results: {out}/results.jsonl, summary.json, summary.md, summary.csv"
           + "".join(f", {Path(p).name}" for p in result.get("plots", [])))
     if junit:
-        write_junit(junit, result["methods"], bars, suite=f"hyporag-eval-{Path(config.dataset).stem}")
+        write_junit(junit, result["methods"], bars, suite=suite)
     failures = check_bars(result["methods"], bars)
     for failure in failures:
         print(f"hyporag: below bar: {failure}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _artifact_method(config: RunConfig) -> str:
+    from hyporag.optimizers.artifact import read_artifact_manifest
+
+    return read_artifact_manifest(config.program)["method"]
 
 
 def run_methods(config: RunConfig, progress: bool = True) -> tuple[dict, Path, int]:
@@ -143,6 +169,8 @@ def run_methods(config: RunConfig, progress: bool = True) -> tuple[dict, Path, i
     if report.skipped:
         print(f"skipped {len(report.skipped)} bad rows (first: {report.skipped[0]})", file=sys.stderr)
     examples = select_examples(report.examples, config.limit, config.seed)
+    if config.program:
+        config = artifact_config(config)
     roles = build_roles(config)
     if config.program:
         frozen = load_frozen(config, roles)
@@ -158,7 +186,8 @@ def run_methods(config: RunConfig, progress: bool = True) -> tuple[dict, Path, i
     out = Path(config.out or Path("runs") / Path(config.dataset).stem)
     # what the programs really run with (a --program brings its own budget and answer step, not the flags')
     settings = {"dataset": config.dataset, "dataset_source": report.source, "n": len(examples), "seed": config.seed,
-                "methods": list(programs), "lms": roles.specs(), "adapters": roles.adapters(),
+                "methods": list(programs), "lms": roles.specs(), "lm_identities": roles.identities(),
+                "adapters": roles.adapters(),
                 "budget": _shared(programs, "budget"), "reasoning": _shared(programs, "reasoning"),
                 "retriever": getattr(retriever, "mode", None), "dur": config.dur,
                 "index_fingerprint": getattr(retriever, "fingerprint", None),

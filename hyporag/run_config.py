@@ -90,9 +90,45 @@ def read_project_file(path: Path | None) -> tuple[dict[str, Any], str | None]:
     return data, str(path)
 
 
+def _field_types() -> dict[str, type]:
+    """The base type of every run and program setting (int for `int | None`), to check a project file's values."""
+    import typing
+
+    from hyporag.programs.config import _base_type
+    from hyporag.programs.registry import CONFIGS
+
+    out: dict[str, type] = {}
+    for config in CONFIGS:
+        for name, hint in typing.get_type_hints(config).items():
+            out.setdefault(name, _base_type(hint))
+    for name, hint in typing.get_type_hints(RunConfig).items():
+        out[name] = _base_type(hint)
+    return out
+
+
+def where(origin: str, key: str) -> str:
+    """Where a setting came from, as a user would look for it: `--budget`, or `hyporag.toml: budget`."""
+    return f"--{key.replace('_', '-')}" if origin == "command line" else f"{origin}: {key}"
+
+
+def _check_type(origin: str, key: str, value: Any, kind: type | None) -> None:
+    names = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", list: "a list",
+             tuple: "a list", dict: "a table"}
+    if kind is None or kind not in names:
+        return
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float
+          else isinstance(value, (list, tuple)) if kind in (list, tuple)
+          else isinstance(value, int) and not isinstance(value, bool) if kind is int
+          else isinstance(value, kind))
+    if not ok:
+        raise ConfigError(f"{where(origin, key)}: must be {names[kind]}, got {value!r}")
+
+
 def build_run_config(flags: dict[str, Any], project: dict[str, Any] | None = None,
                      project_path: str | None = None) -> RunConfig:
-    """Merge defaults < project file < flags given on the command line into one RunConfig."""
+    """Merge defaults < project file < flags given on the command line into one RunConfig; a value of the wrong
+    type, or a --limit below 1, is refused naming where it came from."""
+    types = _field_types()
     program_names = _program_fields()
     run: dict[str, Any] = {}
     program: dict[str, Any] = {}
@@ -102,6 +138,8 @@ def build_run_config(flags: dict[str, Any], project: dict[str, Any] | None = Non
             if value is None:
                 continue
             key = key.replace("-", "_")
+            if key in RUN_FIELDS or key in program_names:
+                _check_type(origin, key, value, types.get(key))
             if key in RUN_FIELDS:
                 run[key] = value
             elif key in program_names:
@@ -112,4 +150,8 @@ def build_run_config(flags: dict[str, Any], project: dict[str, Any] | None = Non
                 raise ConfigError(f"{origin}: unknown setting {key!r} (run settings: {', '.join(sorted(RUN_FIELDS))}; "
                                   f"program settings: {', '.join(sorted(program_names))})")
             sources[key] = origin
+    for key in ("limit", "threads"):  # `order[:0]` would mean every question, `order[:-1]` all but one
+        if key in run and run[key] < 1:
+            raise ConfigError(f"{where(sources[key], key)}: must be 1 or more, got {run[key]}"
+                              + ("; omit it to run every question" if key == "limit" else ""))
     return RunConfig(**run, program_settings=program, sources=sources)

@@ -116,6 +116,20 @@ def read_artifact_manifest(directory: str | Path) -> dict[str, Any]:
     return manifest
 
 
+def refuse_predictor_lms(state_path: Path) -> None:
+    """DSPy's predictor state may carry its own `lm` (a model, even an api_key), which `load` would build and call
+    instead of the LMs the user named, with the user's key from the environment. A frozen program's models are the
+    ones the run names (`--lm`, the role flags), so an artifact that carries one is refused."""
+    state = read_json_object(state_path, ArtifactError, "program state is missing", what="program state")
+    for name, predictor in state.items():
+        lm = predictor.get("lm") if isinstance(predictor, dict) else None
+        if lm:
+            model = lm.get("model") if isinstance(lm, dict) else lm
+            raise ArtifactError(f"{state_path}: predictor {name!r} carries its own LM ({str(model)[:60]!r}); a "
+                                "frozen program runs on the LMs you name (--lm), so this artifact is refused; "
+                                "recompile it, or remove that \"lm\" entry and re-freeze")
+
+
 def load_artifact(directory: str | Path, retriever, roles):
     """Rebuild the frozen program on this retriever and these LMs; refuses any mismatch with one line."""
     from hyporag.programs.registry import make_program, method_config
@@ -127,6 +141,7 @@ def load_artifact(directory: str | Path, retriever, roles):
         raise ArtifactError(f"{state_path}: program state missing")
     if hashlib.sha256(state_path.read_bytes()).hexdigest() != manifest["program_sha256"]:
         raise ArtifactError(f"{state_path}: checksum differs from the manifest (edited or corrupted)")
+    refuse_predictor_lms(state_path)
     wanted = manifest["retrieval"].get("index_fingerprint")
     if wanted and retriever is not None and retriever.fingerprint != wanted:
         raise IndexMismatchError(f"{directory}: compiled against an index of corpus fingerprint {wanted[:12]}..., "
