@@ -57,6 +57,19 @@ class PromptFit:
             self._fixed[letters] = self.window.messages_tokens(messages) + self.reply_tokens
         return self._fixed[letters]
 
+    def explain(self, own: int, total: int, reply_tokens: int, about: str) -> str:
+        """Why the prompt does not fit, naming the part that does not: the question, or the index's passages."""
+        program = self.program
+        text = (f"{program.method}'s answer prompt needs up to {about}{total} tokens, the model's context is "
+                f"{self.window.limit} (question and options {about}{own}, reply {reply_tokens}")
+        retriever = getattr(program, "retriever", None)
+        if getattr(program, "uses_retrieval", False) and retriever is not None:
+            longest = retriever.store.longest(1)[0]
+            text += (f", the {program.budget} longest passages of the index {about}{self.window.count(self.context)}; "
+                     f"longest {longest.id!r} ({longest.title[:60]!r}, "
+                     f"{about}{self.window.count(longest.title + ' ' + longest.contents)} tokens)")
+        return text + ")"
+
     def needed(self, question: str, options: dict[str, str]) -> tuple[int, int]:
         """(tokens of the question and its options, tokens the whole call may need)."""
         own = self.window.count(question) + self.window.count(format_options(options))
@@ -79,11 +92,11 @@ def check_prompts_fit(examples: list, where, programs: dict, window: ContextWind
             kept.append(example)
             continue
         name, own, total = worst
-        passages = f" with B={programs[name].budget} passages" if programs[name].uses_retrieval else ""
-        message = (f"{where(example)}: question is {about}{own} tokens, the model's context is {window.limit} "
-                   f"({name}'s answer prompt{passages} needs up to {about}{total}, {reply_tokens} of them for the "
-                   "reply)")
+        fit = fits[name]
+        message = f"{where(example)}: {fit.explain(own, total, reply_tokens, about)}"
         if not skip_bad_rows:
-            raise DataError(message + "; shorten it, lower --budget, or use --skip-bad-rows")
+            raise DataError(message + ("; shorten the question, or use --skip-bad-rows" if own + reply_tokens >=
+                                       window.limit else "; lower --budget (at fit/compile time for a frozen program), "
+                                       "or use --skip-bad-rows"))
         skipped.append(message)
     return FitReport(kept, skipped)

@@ -43,6 +43,7 @@ class BM25Index:
     """A bm25s index over the passage store's rows; `search_many` returns (rows, scores) arrays."""
 
     DIRNAME = "bm25"
+    K1, B = 1.5, 0.75  # Lucene's defaults, as MedRAG's Pyserini BM25 uses; recorded in the index manifest
 
     def __init__(self, model):
         self.model = model

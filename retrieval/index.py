@@ -11,13 +11,15 @@ import contextlib
 import hashlib
 import json
 import shutil
+import sqlite3
+import sys
 import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from hyporag.atomic import write_json_atomic
-from hyporag.errors import IndexMismatchError
+from hyporag.errors import HyporagError, IndexMismatchError
 from hyporag.manifests import read_json_object
 from hyporag.paths import cache_dir
 from hyporag.retrieval.bm25 import TOKENIZER, BM25Index
@@ -27,6 +29,7 @@ from hyporag.retrieval.dense_part import build_dense, open_dense
 from hyporag.retrieval.embedder import DEFAULT_EMBEDDER
 from hyporag.retrieval.encoders import encoder_spec
 from hyporag.retrieval.estimate import available_ram, estimate, refuse_if_too_big
+from hyporag.retrieval.passage_split import MAX_PASSAGE_CHARS, SplitReport, split_long_passages
 from hyporag.retrieval.retriever import Retriever
 from hyporag.retrieval.store import PassageStore
 
@@ -96,22 +99,28 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 
 def build_index(corpus: Corpus, directory: Path | None = None, retriever: str = "both",
                 embedder_name: str = DEFAULT_EMBEDDER, faiss_kind: str = "flat", max_seq_length: int | None = None,
-                progress: bool = True, log=print, force: bool = False, vectors: Path | None = None) -> Path:
+                progress: bool = True, log=None, force: bool = False, vectors: Path | None = None,
+                max_passage_chars: int = MAX_PASSAGE_CHARS) -> Path:
     """Build (or finish building) the index of `corpus`; returns its directory. `vectors`: a directory of
     precomputed passage vectors to use instead of embedding (made by the encoder `embedder_name` names).
 
     An index of another corpus in `directory` (another source and other contents) is refused unless `force`:
     replacing it would destroy something the user built. The same source with new contents is rebuilt."""
+    log = log or _to_stderr  # estimates and timings are diagnostics: never mixed into a caller's stdout
     directory = Path(directory) if directory else default_index_dir(corpus)
     created = not directory.exists()
     directory.mkdir(parents=True, exist_ok=True)
     try:
         return _build(corpus, directory, retriever, embedder_name, faiss_kind, max_seq_length, progress, log, force,
-                      vectors)
+                      vectors, max_passage_chars)
     except BaseException:
         if created and not any(directory.iterdir()):
             directory.rmdir()
         raise
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def _clear(directory: Path) -> None:
@@ -120,7 +129,8 @@ def _clear(directory: Path) -> None:
 
 
 def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, faiss_kind: str,
-           max_seq_length: int | None, progress: bool, log, force: bool, vectors: Path | None) -> Path:
+           max_seq_length: int | None, progress: bool, log, force: bool, vectors: Path | None,
+           max_passage_chars: int) -> Path:
     fingerprint = corpus.fingerprint()
     manifest: dict[str, Any] = {}
     if (directory / MANIFEST).is_file():
@@ -151,14 +161,18 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
     if "store" not in manifest["parts"] or not store_path.is_file():
         started = time.perf_counter()
         partial = directory / (PassageStore.FILENAME + ".partial")
+        split = SplitReport(max_passage_chars)
         try:
-            count = PassageStore.build(partial, corpus)
+            count = PassageStore.build(partial, split_long_passages(corpus, split))
         except BaseException:  # an empty or malformed corpus leaves nothing behind
             partial.unlink(missing_ok=True)
             raise
         partial.replace(store_path)
         manifest["passage_count"] = count
         manifest["empty_passages_skipped"] = corpus.empty_skipped
+        manifest.update(split.as_manifest())
+        if split.count:
+            log(split.describe())
         manifest["parts"]["store"] = {"seconds": round(time.perf_counter() - started, 2)}
         _save(directory, manifest)
         log(f"passage store: {count} passages ({corpus.empty_skipped} empty skipped)")
@@ -173,10 +187,11 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
         started = time.perf_counter()
         tmp = directory / "bm25.partial"
         shutil.rmtree(tmp, ignore_errors=True)
-        BM25Index.build_in_chunks(store.texts(BM25_BATCH), tmp, show_progress=progress)
+        BM25Index.build_in_chunks(store.texts(BM25_BATCH), tmp, k1=BM25Index.K1, b=BM25Index.B,
+                                  show_progress=progress)
         shutil.rmtree(directory / BM25Index.DIRNAME, ignore_errors=True)
         tmp.rename(directory / BM25Index.DIRNAME)
-        manifest["parts"]["bm25"] = {"tokenizer": TOKENIZER, "k1": 1.5, "b": 0.75,
+        manifest["parts"]["bm25"] = {"tokenizer": TOKENIZER, "k1": BM25Index.K1, "b": BM25Index.B,
                                      "seconds": round(time.perf_counter() - started, 2)}
         _save(directory, manifest)
         log(f"bm25: built in {manifest['parts']['bm25']['seconds']} s")
@@ -197,6 +212,12 @@ def _save(directory: Path, manifest: dict[str, Any]) -> None:
         parts += [f"{DenseIndex.DIRNAME}/faiss-{k}.index" for k in manifest["parts"]["dense"]["faiss"]]
     manifest["files"] = _record_files(directory, parts)
     write_json_atomic(directory / MANIFEST, manifest)
+
+
+def is_complete(manifest: dict[str, Any]) -> bool:
+    """An index a retriever can search: its store and at least one of BM25 and dense finished."""
+    parts = manifest.get("parts") or {}
+    return "store" in parts and ("bm25" in parts or "dense" in parts)
 
 
 VERIFIED = ".verified.json"
@@ -247,13 +268,25 @@ def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None =
             f"{str(manifest.get('corpus_fingerprint'))[:12]}..., which does not match {corpus.spec} "
             f"({corpus.fingerprint()[:12]}...); build its index with `hyporag index build --corpus {corpus.spec}`"
         )
+    if not is_complete(manifest):
+        raise IndexMismatchError(
+            f"{directory}: its build stopped before a retriever part finished (parts: "
+            f"{', '.join(manifest.get('parts') or {}) or 'none'}); complete it with `hyporag index build --corpus "
+            f"{manifest.get('corpus_spec') or '<corpus>'} --index-dir {directory}` (finished parts are reused)")
     verify_files(directory, manifest, checksums=checksums)
-    store = PassageStore(directory / PassageStore.FILENAME)
-    bm25 = BM25Index.load(directory / BM25Index.DIRNAME) if "bm25" in manifest["parts"] else None
-    dense = None
-    dense_part = manifest["parts"].get("dense")
-    if dense_part and mode != "bm25":
-        dense = open_dense(directory, dense_part, faiss_kind, embedder, asked_encoder, nprobe)
+    try:  # files that match their manifest can still be ones numpy, bm25s or FAISS refuse (a hostile artifact's)
+        store = PassageStore(directory / PassageStore.FILENAME)
+        bm25 = BM25Index.load(directory / BM25Index.DIRNAME) if "bm25" in manifest["parts"] else None
+        dense = None
+        dense_part = manifest["parts"].get("dense")
+        if dense_part and mode != "bm25":
+            dense = open_dense(directory, dense_part, faiss_kind, embedder, asked_encoder, nprobe)
+    except HyporagError:
+        raise
+    except (ValueError, OSError, RuntimeError, KeyError, sqlite3.Error) as exc:
+        raise IndexMismatchError(f"{directory}: an index file cannot be opened ({type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0][:160] if str(exc) else ''}); rebuild it with `hyporag "
+                                 f"index build --corpus {manifest.get('corpus_spec') or '<corpus>'} --force`") from None
     retriever = Retriever(store, bm25, dense, mode=mode, fingerprint=manifest["corpus_fingerprint"], **retriever_kwargs)
     retriever.manifest = manifest
     retriever.directory = directory

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from hyporag.errors import DataError
 from hyporag.retrieval.corpus import Passage
 
 
@@ -40,6 +41,9 @@ class PassageStore:
                     batch.clear()
             conn.executemany("INSERT INTO passages VALUES (?, ?, ?, ?)", batch)
             conn.commit()
+        except sqlite3.IntegrityError:
+            raise DataError(f"{path.name}: two passages share an id after long ones were split into <id>#<n> parts "
+                            "(an id of that form is already in the corpus); rename it") from None
         finally:
             conn.close()
         return count

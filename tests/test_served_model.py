@@ -89,7 +89,7 @@ def test_over_long_question_is_refused_before_the_embedded_model_runs(tmp_path, 
                  "--method", "cot"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0
-    assert "--question: question is" in err and "the model's context is 8192" in err
+    assert "--question: cot's answer prompt needs up to" in err and "the model's context is 8192" in err
 
 
 def test_token_counts_bound_what_llama_cpp_processes(tmp_path):

@@ -105,6 +105,7 @@ def test_cli_builds_from_vectors_and_refuses_bad_ones_in_one_line(tiny_corpus_di
     assert "both" not in capsys.readouterr().err
     (vec / "part0.ids.json").write_text(json.dumps(ALL_IDS[:9]))
     assert main([*common, "--index-dir", str(tmp_path / "bad")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("hyporag: error:") and "\n" not in err and "part0.npy" in err
+    err = capsys.readouterr().err.strip().splitlines()  # progress lines, then exactly one error line
+    assert err[-1].startswith("hyporag: error:") and "part0.npy" in err[-1]
+    assert not any(line.startswith("hyporag: error:") for line in err[:-1])
     assert main([*common, "--index-dir", str(tmp_path / "b2"), "--retriever", "bm25"]) == 2
