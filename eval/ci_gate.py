@@ -51,3 +51,20 @@ def write_junit(path: str | Path, summary: list[dict], bars: dict[str, float], s
     xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name={quoteattr(suite)} tests="{len(cases)}" '
            f'failures="{sum("<failure" in c for c in cases)}">\n' + "\n".join(cases) + "\n</testsuite>\n")
     write_text_atomic(path, xml)
+
+
+def refuse_unknown_bars(bars: dict[str, float], methods: list[str]) -> None:
+    """A bar for a method the run does not have is a typo: say so before the evaluation, not after it."""
+    unknown = [m for m in bars if m not in methods]
+    if unknown:
+        raise HyporagError(f"--fail-under {unknown[0]}=...: {unknown[0]!r} is not a method of this run "
+                           f"({', '.join(methods)})")
+
+
+def write_junit_error(path: str | Path, suite: str, error: str, exit_code: int) -> None:
+    """The JUnit file of a run that did not finish (backend down, every question errored, disk full, interrupted):
+    one errored case, so a CI never reads an older file's passing results as this run's."""
+    xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name={quoteattr(suite)} tests="1" failures="0" '
+           f'errors="1">\n  <testcase classname={quoteattr(suite)} name="hyporag-eval"><error '
+           f'message={quoteattr(error[:500])} type="exit {exit_code}"/></testcase>\n</testsuite>\n')
+    write_text_atomic(path, xml)

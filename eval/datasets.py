@@ -95,17 +95,19 @@ def is_test_split(name: str) -> bool:
 
 
 def load_benchmark(
-    name_or_path: str, data_dir: str | Path | None = None, skip_bad_rows: bool = False
+    name_or_path: str, data_dir: str | Path | None = None, skip_bad_rows: bool = False, joined: str | None = None
 ) -> LoadReport:
     """Load a benchmark by name, several joined by commas (`mmlu-med-dev,mmlu-med-val`), or any JSONL/CSV path."""
-    if "," in name_or_path:
-        return LoadReport.join([load_benchmark(part.strip(), data_dir, skip_bad_rows)
+    if "," in name_or_path and not Path(name_or_path).is_file():  # a file whose name has a comma is one dataset
+        return LoadReport.join([load_benchmark(part.strip(), data_dir, skip_bad_rows, joined=name_or_path)
                                 for part in name_or_path.split(",")])
     if name_or_path not in BENCHMARKS:
         path = Path(name_or_path)
         if path.suffix.lower() in (".jsonl", ".json", ".csv") or path.exists():
             return load_records(path, skip_bad_rows=skip_bad_rows)
-        raise DataError(f"unknown dataset {name_or_path!r}: use one of {', '.join(BENCHMARKS)} or a .jsonl/.csv path")
+        note = f" (in {joined!r}: commas separate datasets)" if joined else ""
+        raise DataError(f"unknown dataset {name_or_path!r}{note}: use one of {', '.join(BENCHMARKS)} or a "
+                        ".jsonl/.csv path")
     bench = BENCHMARKS[name_or_path]
     root = data_root(data_dir)
     if root is not None:

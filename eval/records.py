@@ -7,6 +7,8 @@ This is how a user brings a new domain: any JSONL with `question`, `options` ({l
 from __future__ import annotations
 
 import csv
+import hashlib
+import io
 import json
 import string
 from collections.abc import Iterable, Iterator
@@ -44,6 +46,14 @@ def make_example(question: str, options: dict[str, str], answer: str, qid: str, 
     return dspy.Example(question=question, options=options, answer=answer, id=qid, **extra).with_inputs(
         "question", "options"
     )
+
+
+def question_fingerprint(example: dspy.Example) -> str:
+    """What a stored answer was an answer to: question text, options and gold. Row ids are `<file stem>-<line>`, so
+    a row is reusable only while its question is unchanged; an edited gold letter or a new question at the same
+    line must be answered again, not reported from the old row."""
+    body = json.dumps([example.question, dict(example.options), example.answer], ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
 
 
 def normalize_options(raw: Any) -> dict[str, str]:
@@ -101,9 +111,21 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _refuse_compressed(path: Path) -> None:
+    """A gzipped file decodes as garbage; saying "not UTF-8" would send the user looking for an encoding problem."""
+    with path.open("rb") as handle:
+        if handle.read(2) == GZIP_MAGIC:
+            raise DataError(f"{path}: gzip-compressed; decompress it first (gunzip -k {path.name})")
+
+
 def _rows_from_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a UTF-8 byte-order mark, as Windows editors write
             if not raw.strip():
                 continue
             try:
@@ -116,8 +138,19 @@ def _rows_from_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
                 yield number, exc
 
 
+def _csv_text(path: Path) -> str:
+    """The CSV's text: UTF-8 with or without Excel's byte-order mark ("CSV UTF-8"); other bytes name their line."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DataError(f"{path}:{line}: not UTF-8 ({exc.reason} at byte {exc.start}); save the file as UTF-8 "
+                        "(Excel: \"CSV UTF-8\")") from None
+
+
 def _rows_from_csv(path: Path) -> Iterator[tuple[int, Any]]:
-    with path.open(newline="", encoding="utf-8") as handle:
+    with io.StringIO(_csv_text(path), newline="") as handle:
         reader = csv.DictReader(handle)
         columns = [c.strip() for c in reader.fieldnames or []]
         folded = [c.upper() if len(c) == 1 else c for c in columns]
@@ -140,6 +173,7 @@ def load_records(path: str | Path, skip_bad_rows: bool = False, source: str | No
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: dataset file not found")
+    _refuse_compressed(path)
     rows: Iterable[tuple[int, Any]] = _rows_from_csv(path) if path.suffix.lower() == ".csv" else _rows_from_jsonl(path)
     examples: list[dspy.Example] = []
     skipped: list[str] = []

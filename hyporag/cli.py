@@ -6,6 +6,7 @@ User errors (bad files, unknown names, mismatched indexes) print one line and ex
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from hyporag.cli_commands import cmd_ask, cmd_data_list, cmd_demo, cmd_eval, cmd
 from hyporag.cli_fit import cmd_fit
 from hyporag.cli_optimize import cmd_compile, cmd_tune
 from hyporag.cli_reproduce import add_reproduce_parser, cmd_reproduce
-from hyporag.errors import HyporagError
+from hyporag.errors import DiskFullError, HyporagError
 from hyporag.programs.registry import CONFIGS
 from hyporag.retrieval.dense import FAISS_KINDS
 from hyporag.retrieval.retriever import MODES
@@ -224,6 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         from dspy.utils.exceptions import LMError
 
+        if not args.debug and isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            print(f"hyporag: error: {exc.filename or 'a file'}: disk full while writing ({exc.strerror}); free space "
+                  "and re-run the same command (finished work is kept)", file=sys.stderr)
+            return DiskFullError.exit_code
         if args.debug or not isinstance(exc, LMError):
             raise
         from hyporag.programs.lm import explain_lm_error
