@@ -7,7 +7,6 @@ intact row is kept, never recomputed, unless the question it answered has change
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import sys
@@ -17,8 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hyporag.atomic import write_json_atomic, write_text_atomic
-from hyporag.errors import DiskFullError, HyporagError
+from hyporag.atomic import raise_if_disk_full, write_json_atomic, write_text_atomic
+from hyporag.errors import HyporagError
 
 ROWS = "results.jsonl"
 DROPPED = "results.jsonl.dropped"
@@ -52,13 +51,6 @@ def read_rows(path: Path) -> tuple[list[dict], list[tuple[int, bytes]]]:
             else:
                 bad.append((number, raw))
     return rows, bad
-
-
-def raise_if_disk_full(exc: OSError, path: Path | str) -> None:
-    """A full disk (or quota) is its own failure with its own exit status, naming the file being written."""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        raise DiskFullError(f"{path}: disk full while writing ({exc.strerror}); free space and re-run the same "
-                            "command: finished rows are kept") from None
 
 
 def _brief(identity: dict | None) -> str:
@@ -132,7 +124,7 @@ class ResultsStore:
             changed = [k for k in keys if previous is not None and previous.get(k) != self.settings.get(k)]
             before, now = (previous or {}).get("lm_identities"), self.settings.get("lm_identities")
             if not changed and before and now and before != now:
-                role = next((r for r in now if before.get(r) != now.get(r)), "answer")
+                role = next(r for r in ("answer", *now) if before.get(r) != now.get(r))
                 raise HyporagError(f"{path}: the {role} model is not the one this run used ({_brief(before.get(role))} "
                                    f"then, {_brief(now.get(role))} now: same name, other weights or endpoint); use "
                                    "another --out (its rows and cached replies are another model's)")
@@ -159,7 +151,8 @@ class ResultsStore:
                     handle.write(f"# {stamp} line {number}\n".encode() + raw.rstrip(b"\n") + b"\n")
             write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
             self.dropped = [number for number, _ in bad]
-            print(f"{path}: dropped {len(bad)} damaged line(s) ({', '.join(map(str, self.dropped[:5]))}); kept "
+            print(f"{path}:{self.dropped[0]}: damaged line dropped ({len(bad)} in all, lines "
+                  f"{', '.join(map(str, self.dropped[:5]))}{'...' if len(bad) > 5 else ''}); kept "
                   f"{len(rows)} intact rows; the dropped bytes are in {self.directory / DROPPED}", file=sys.stderr)
         elif path.stat().st_size and not path.read_bytes().endswith(b"\n"):
             with path.open("ab") as handle:  # a complete last row without its newline: the next append needs one

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from hyporag.errors import DiskFullError
+
+
+def raise_if_disk_full(exc: OSError, path: Path | str) -> None:
+    """A full disk (or quota) is its own failure with its own exit status, naming the file being written."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        raise DiskFullError(f"{path}: disk full while writing ({exc.strerror}); free space and re-run the same "
+                            "command: finished work is kept") from None
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
@@ -19,8 +29,10 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise_if_disk_full(exc, path)
         raise
 
 

@@ -56,7 +56,7 @@ def common(server, tmp_path):
 
 
 def test_program_brings_its_corpus_and_run_json_records_its_budget(server, tmp_path, tiny_corpus_dir,
-                                                                   tiny_questions):
+                                                                   tiny_questions, capsys):
     dataset, artifact = str(tmp_path / "q.jsonl"), tmp_path / "chr-art"
     assert main(["tune", "--method", "chr", "--study", "s", "--trials", "1", "--dataset", dataset,
                  "--storage", str(tmp_path / "s.journal"), "--corpus", str(tiny_corpus_dir), "--budget", "2",
@@ -73,3 +73,43 @@ def test_program_brings_its_corpus_and_run_json_records_its_budget(server, tmp_p
     assert len(rows) == 3 and all(len(r["passage_ids"]) <= 2 and not r["error"] for r in rows)
     assert main(["ask", "--program", str(artifact), "--question", "Which cells secrete insulin?",
                  "--option", "A=Beta cells", "--option", "B=Alpha cells", *common(server, tmp_path)]) == 0
+    # a setting that differs from the artifact's is refused in one line, before any call, naming the flag
+    before = server.requests
+    assert main(["eval", "--program", str(artifact), "--dataset", dataset, "--out", str(tmp_path / "run-b1"),
+                 "--budget", "1", *common(server, tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--budget" in err and "frozen" in err and server.requests == before
+    assert main(["eval", "--program", str(artifact), "--dataset", dataset, "--out", str(tmp_path / "run-b2"),
+                 "--budget", "2", *common(server, tmp_path)]) == 0  # the artifact's own value is no conflict
+
+
+@pytest.mark.parametrize(("toml", "where"), [('limit = "2"', "hyporag.toml: limit"),
+                                            ("budget = 2.5", "hyporag.toml: budget"),
+                                            ("limit = 0", "hyporag.toml: limit")])
+def test_project_file_values_are_type_checked_and_named(tmp_path, monkeypatch, capsys, toml, where):
+    monkeypatch.chdir(tmp_path)
+    write_jsonl(tmp_path / "q.jsonl", QUESTIONS)
+    (tmp_path / "hyporag.toml").write_text(f'dataset = "q.jsonl"\n{toml}\n')
+    assert main(["eval", "--methods", "cot", "--lm", "openai/none"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith(f"hyporag: error: {tmp_path}/{where}: ")
+
+
+def test_csv_with_a_bom_latin1_and_gzip_files(tmp_path):
+    header, row = "id,question,A,B,answer\n", "q1,Which cells secrete insulin?,Beta cells,Alpha cells,A\n"
+    bom = tmp_path / "excel.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + (header + row).encode())
+    assert [e.id for e in load_records(bom).examples] == ["q1"]
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes((header + row + "q2,Caf\xe9 au lait spots?,NF1,NF2,A\n").encode("latin-1"))
+    with pytest.raises(DataError, match=f"{latin}:3: not UTF-8"):
+        load_records(latin)
+    import gzip
+
+    packed = tmp_path / "q.jsonl"
+    packed.write_bytes(gzip.compress(json.dumps(QUESTIONS[0]).encode()))
+    with pytest.raises(DataError, match="gzip-compressed; decompress it first"):
+        load_records(packed)
+    bom_jsonl = tmp_path / "bom.jsonl"
+    bom_jsonl.write_bytes(b"\xef\xbb\xbf" + json.dumps(QUESTIONS[0]).encode() + b"\n")
+    assert [e.id for e in load_records(bom_jsonl).examples] == ["q1"]

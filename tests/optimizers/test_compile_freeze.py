@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -193,3 +194,18 @@ def test_gepa_budget_is_program_runs_not_a_preset():
     assert bounded.max_metric_calls == 12 and bounded.auto is None
     preset = make_teleprompter("gepa", accuracy, auto="light", reflection_lm=DummyLM([{}]))
     assert preset.auto == "light" and preset.max_metric_calls is None
+
+
+def test_an_artifact_whose_predictor_carries_its_own_lm_is_refused(tiny_retriever, tiny_questions, tmp_path):
+    """A shared artifact must not pick its model (and spend the user's key on it): consistent checksums or not."""
+    _, out = compiled_chr(tiny_retriever, tiny_questions, tmp_path)
+    state = json.loads((out / "program.json").read_text())
+    name = next(k for k, v in state.items() if isinstance(v, dict) and "demos" in v)
+    state[name]["lm"] = {"model": "openai/someone-elses-model", "api_base": "http://198.51.100.7/v1"}
+    (out / "program.json").write_text(json.dumps(state))
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["program_sha256"] = hashlib.sha256((out / "program.json").read_bytes()).hexdigest()
+    manifest["manifest_sha256"] = manifest_checksum(manifest)
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ArtifactError, match=f"predictor {name!r} carries its own LM .*someone-elses-model"):
+        load_artifact(out, tiny_retriever, dummy_roles())

@@ -85,3 +85,26 @@ def test_project_file_settings_and_flags_on_top(tmp_path, monkeypatch):
     (tmp_path / "hyporag.toml").write_text('datset = "typo.jsonl"\n')
     with pytest.raises(HyporagError, match="hyporag.toml: unknown setting 'datset'"):
         run_config(build_parser().parse_args(["eval"]))
+
+
+def test_a_rerun_after_an_edited_gold_is_refused_not_answered_from_old_stages(tmp_path):
+    args, config = fit_args(tmp_path)
+    run_fit(args, config, LMRoles.from_lms(SharedDummyLM(dict(REPLIES))))
+    args, config = fit_args(tmp_path)  # (writes dev.jsonl afresh) the same settings; then one gold is edited
+    dataset = tmp_path / "dev.jsonl"
+    rows = [json.loads(line) for line in dataset.read_text().splitlines()]
+    rows[-1]["answer"] = "B" if rows[-1]["answer"] == "A" else "A"
+    write_jsonl(dataset, rows)
+    lm = SharedDummyLM(dict(REPLIES))
+    with pytest.raises(HyporagError, match="the questions of .*dev.jsonl have changed since this fit"):
+        run_fit(args, config, LMRoles.from_lms(lm))
+    assert not lm.history
+
+
+def test_fit_checks_every_split_fits_the_context_before_the_first_stage(tmp_path):
+    args, config = fit_args(tmp_path, "--context-tokens", "40")
+    lm = SharedDummyLM(dict(REPLIES))
+    with pytest.raises(HyporagError, match="dev.jsonl:\\d+: .*answer prompt needs up to about \\d+ tokens, the "
+                                           "model's context is 40"):
+        run_fit(args, config, LMRoles.from_lms(lm))
+    assert not lm.history
