@@ -12,6 +12,12 @@ from retrieval_bench import per_query_ms  # same timing helper, same directory
 
 from hyporag.eval.datasets import load_benchmark
 from hyporag.retrieval import default_index_dir, load_corpus, open_index
+from hyporag.retrieval.query import WeightedQuery
+
+
+def contrast(retriever, plus: str, minus: str, lam: float, k: int, mode: str | None = None):
+    """sim(d, plus) − λ·sim(d, minus): one weighted query."""
+    return retriever.search_weighted([WeightedQuery.difference(plus, minus, lam)], k, mode=mode)[0]
 
 
 def main() -> None:
@@ -25,8 +31,8 @@ def main() -> None:
               f"{e.question} {next(t for x, t in e.options.items() if x != e.answer)}") for e in examples]
     retriever.search(pairs[0][0], 15, mode="dense")
     plain = per_query_ms(lambda p: retriever.search(p[0], 15, mode="dense"), pairs)
-    contrastive = per_query_ms(lambda p: retriever.search_contrastive(p[0], p[1], 1.0, 15, mode="dense"), pairs)
-    vectors = [retriever.hypothesis_vectors(*p) for p in pairs]
+    contrastive = per_query_ms(lambda p: contrast(retriever, p[0], p[1], 1.0, 15, mode="dense"), pairs)
+    vectors = [retriever.encode(list(p)) for p in pairs]
     search_plain = per_query_ms(lambda v: retriever.dense.search_vectors(v[:1], 15), vectors)
     search_contrastive = per_query_ms(
         lambda v: retriever.dense.search_vectors((v[0] - v[1])[None, :], 15), vectors)

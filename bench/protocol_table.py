@@ -19,9 +19,10 @@ from hyporag.eval.paired import paired_comparison
 from hyporag.eval.report import cell
 from hyporag.eval.results_store import latest_rows, read_rows
 from hyporag.eval.row import ResultRow, processed_of
+from hyporag.programs.protocol import PAPER, PROTOCOLS
 
 METHODS = ("cot", "rag", "rewrite", "hcqr", "chr")
-SETTINGS = [(p, b) for b in (3, 5) for p in ("fast", "paper")]
+SETTINGS = [(p, b) for b in (3, 5) for p in PROTOCOLS]
 
 
 def load(root: Path, dataset: str) -> dict[tuple[str, int], list[dict]]:
@@ -69,9 +70,9 @@ def accuracy_table(runs: dict, ids: set[str]) -> list[str]:
             if method == "cot" and budget == 5:
                 continue  # no retrieval: B changes nothing
             picked = {p: [r for r in runs[p, budget] if r["method"] == method and r["question_id"] in ids]
-                      for p in ("fast", "paper")}
+                      for p in PROTOCOLS}
             summary = {p: summarize(rows)[0] for p, rows in picked.items()}
-            paired = paired_comparison({r["question_id"]: bool(r["correct"]) for r in picked["paper"]},
+            paired = paired_comparison({r["question_id"]: bool(r["correct"]) for r in picked[PAPER.name]},
                                        {r["question_id"]: bool(r["correct"]) for r in picked["fast"]})
             gold = {p: analysis.evidence_rates(rows).get(method, {}).get("gold_in_context") for p, rows in
                     picked.items()}

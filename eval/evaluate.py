@@ -16,7 +16,7 @@ import dspy
 from dspy.utils.exceptions import LMAuthError, LMTransportError
 
 from hyporag.errors import BackendError, HyporagError
-from hyporag.eval.evidence import hypothesis_option, option_evidence
+from hyporag.eval.evidence import option_evidence
 from hyporag.eval.parallel import run_parallel
 from hyporag.eval.records import question_fingerprint
 from hyporag.eval.row import ResultRow, processed_of
@@ -37,12 +37,12 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "gold": example.answer,
         "correct": answer == example.answer,
         "parse_failure": bool(getattr(prediction, "parse_failure", False)),
-        "query_parse_failures": int(getattr(prediction, "query_parse_failures", None) or 0),
-        "contrast_fallback": getattr(prediction, "contrast_fallback", None),
         "error": error,
         "passage_ids": [p["id"] for p in passages],
         "queries": getattr(prediction, "queries", None) or [],
         "hypothesis": getattr(prediction, "hypothesis", None),
+        "hypothesis_option": getattr(prediction, "hypothesis_option", None),
+        **(getattr(prediction, "row_fields", None) or {}),  # the program's own fields (CHR's contrast fallback)
         "retrieval_sees_options": getattr(prediction, "retrieval_sees_options", None),
         "calls": cost.get("calls", 0),
         "input_tokens": cost.get("input_tokens", 0),
@@ -53,9 +53,6 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
     }
     if passages:
         row.update(option_evidence(example.options, example.answer, [p["contents"] for p in passages]))
-    named = hypothesis_option(row["hypothesis"], example.options)
-    if named is not None:
-        row["hypothesis_option"] = named
     return row
 
 

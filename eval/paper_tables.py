@@ -14,6 +14,7 @@ from importlib import resources
 from typing import Any
 
 from hyporag.errors import ConfigError
+from hyporag.programs.protocol import PAPER
 
 KINDS = ("accuracy", "dur", "utility", "overlap", "cost")
 
@@ -27,7 +28,7 @@ class Variant:
     program: dict[str, Any] = field(default_factory=dict)
 
 
-PAPER_SETTING = (Variant("paper"),)
+PAPER_SETTING = (Variant(PAPER.name),)
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class PaperTable:
     def program_settings(self) -> dict[str, Any]:
         """The paper's budget and protocol (a user's own flags override them)."""
         budget = paper(self.paper)["settings"].get("budget") or CHR_BUDGET
-        return {"budget": budget, "protocol": "paper"}
+        return {"budget": budget, "protocol": PAPER.name}
 
 
 # The CHR paper's context size is not among the figures we could read; its overlap analysis reads the top 5.

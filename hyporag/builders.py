@@ -15,7 +15,7 @@ def build_roles(config: RunConfig):
 
     configure_cache(enabled=not config.no_cache)
     return LMRoles.from_specs(config.lm, config.hypothesis_lm, config.answer_lm, config.judge_lm,
-                              adapter=config.adapter, protocol=config.program_settings.get("protocol", "fast"),
+                              adapter=config.adapter, local_adapter=config.protocol.local_adapter,
                               **lm_build_kwargs(config))
 
 
@@ -23,8 +23,8 @@ def lm_build_kwargs(config: RunConfig) -> dict:
     """The `build_lm` settings every LM built from the command line shares (endpoint, key, limits, cache)."""
     return {"api_base": config.api_base, "api_key": config.api_key, "max_tokens": config.max_tokens,
             "cache": not config.no_cache, "timeout": config.timeout, "num_retries": config.retries,
-            # the paper protocol's long reasoning is not cut by the embedded engine's output caps (as on a server)
-            "cap_outputs": config.program_settings.get("protocol", "fast") != "paper"}
+            # the protocol decides whether the embedded engine caps outputs (long reasoning is not cut, as on a server)
+            "cap_outputs": config.protocol.caps_engine_output}
 
 
 def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = None):

@@ -59,6 +59,13 @@ class RunConfig:
     sources: dict[str, str] = field(default_factory=dict)  # setting -> where it came from (flag, file, default)
 
     @property
+    def protocol(self):
+        """The protocol the run's programs (a frozen --program's own, once `artifact_config` applied it) run under."""
+        from hyporag.programs.protocol import protocol_of
+
+        return protocol_of(self.program_settings)
+
+    @property
     def method_list(self) -> list[str]:
         return [m.strip() for m in self.methods.split(",") if m.strip()]
 

@@ -75,8 +75,12 @@ def save_artifact(directory: str | Path, program, retriever, lms: dict[str, str]
             "program_settings": program.settings(),
             "retrieval": retrieval_record(retriever),
             "lms": lms,
+            # the protocol's every rule, and the engine it ran on (the embedded engine's output cap is part of its
+            # identity): a reload builds the LMs as the freezing process did
+            "protocol": program.protocol.record(),
             # the adapter writes every prompt: a reload must format them as the compile did
-            **({"adapters": program.roles.adapters()} if getattr(program, "roles", None) is not None else {}),
+            **({"adapters": program.roles.adapters(), "lm_identities": program.roles.identities()}
+               if getattr(program, "roles", None) is not None else {}),
             "versions": {"hyporag": _version("hyporag"), "dspy": _version("dspy")},
             "program_sha256": digest,
             **extra,

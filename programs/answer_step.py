@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from hyporag.programs.protocol import FAST, Protocol, protocol_named
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import AnswerQuestion, format_options, with_letters
 from hyporag.signatures.domain import Domain, for_domain
@@ -33,13 +34,14 @@ class AnswerStep(dspy.Module):
     says how it is scored: `strict`, wrong (no answer); `mirage`, MIRAGE's rule, option "A"."""
 
     def __init__(self, reasoning: bool = False, domain: Domain | None = None, parse: str = "strict",
-                 protocol: str = "fast"):
+                 protocol: Protocol | str = FAST):
         super().__init__()
-        self.reasoning = reasoning or protocol == "paper"
+        protocol = protocol_named(protocol)
+        self.reasoning = reasoning or protocol.answer_reasons
         self.parse = parse
-        # paper: MedRAG's order (documents, then question, then choices) and reasoning before the choice;
-        # fast: passages last, so a question's calls share a cached prefix on llama.cpp
-        base = AnswerFromDocuments if protocol == "paper" else AnswerQuestion
+        # documents first: MedRAG's order (documents, then question, then choices) with reasoning before the
+        # choice; otherwise passages last, so a question's calls share a cached prefix on llama.cpp
+        base = AnswerFromDocuments if protocol.documents_first else AnswerQuestion
         signature = for_domain(base, domain or Domain())
         self.predict = dspy.ChainOfThought(signature) if self.reasoning else dspy.Predict(signature)
 

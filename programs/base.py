@@ -6,7 +6,7 @@ Subclasses implement `retrieve` only, so methods differ in how they retrieve and
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import Any, ClassVar
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
@@ -15,18 +15,21 @@ from hyporag.errors import ConfigError
 from hyporag.programs.answer_step import AnswerStep, format_context
 from hyporag.programs.config import ProgramConfig
 from hyporag.programs.cost import CostMeter
+from hyporag.programs.hypothesis import Hypothesis
 from hyporag.programs.lm import LMRoles
+from hyporag.programs.protocol import Protocol
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import format_options
 from hyporag.signatures.domain import Domain, for_domain
 
 
 class Trace:
-    """What a question's retrieval did: queries issued and the hypothesis state (kept for analysis only)."""
+    """What a question's retrieval did: queries issued, the hypothesis (kept for analysis only) and the program's
+    own row fields (`extra`, named by its `row_fields`)."""
 
     def __init__(self) -> None:
         self.queries: list[str] = []
-        self.hypothesis: dict[str, Any] | None = None
+        self.hypothesis: Hypothesis | None = None
         self.extra: dict[str, Any] = {}
 
 
@@ -39,6 +42,8 @@ class MCQProgram(dspy.Module):
     Config: type[ProgramConfig] = ProgramConfig
     uses_retrieval = True
     default_sees_options = False
+    # the program's own per-question fields and their defaults, copied into each result row by the evaluation
+    row_fields: ClassVar[dict[str, Any]] = {"query_parse_failures": 0}
 
     def __init__(self, retriever=None, roles: LMRoles | None = None, config: ProgramConfig | None = None,
                  **settings: Any):
@@ -50,8 +55,6 @@ class MCQProgram(dspy.Module):
             config = self.Config.from_dict({**config.to_dict(), **settings}, source=f"{type(self).__name__}(...)")
         if config.retrieval_sees_options is None:  # record the rule that actually runs
             config = config.replace(retrieval_sees_options=self.default_sees_options)
-        if config.protocol == "paper" and not config.reasoning:  # the authors' answer step reasons first
-            config = config.replace(reasoning=True)
         if self.uses_retrieval and retriever is None:
             raise ConfigError(f"method {self.method!r} needs a retriever (build one with `hyporag index build`)")
         self.retriever = retriever
@@ -59,7 +62,11 @@ class MCQProgram(dspy.Module):
         self.config = config
         self.domain = Domain.named(config.domain, config.corpus_description)
         self.answer = AnswerStep(reasoning=config.reasoning, domain=self.domain, parse=config.parse,
-                                 protocol=config.protocol)
+                                 protocol=config.rules)
+
+    @property
+    def protocol(self) -> Protocol:
+        return self.config.rules
 
     @property
     def budget(self) -> int:
@@ -125,7 +132,9 @@ class MCQProgram(dspy.Module):
             parse_failure=result.parse_failure,
             passages=[h.to_dict() for h in passages],
             queries=trace.queries,
-            hypothesis=trace.hypothesis,
+            hypothesis=trace.hypothesis.to_dict() if trace.hypothesis else None,
+            hypothesis_option=trace.hypothesis.option if trace.hypothesis else None,
+            row_fields={name: trace.extra.get(name, default) for name, default in self.row_fields.items()},
             retrieval_sees_options=self.retrieval_sees_options if self.uses_retrieval else None,
             method=self.method,
             cost=meter.as_dict(),

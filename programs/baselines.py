@@ -9,7 +9,9 @@ from typing import ClassVar
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.config import ProgramConfig, flag
 from hyporag.programs.cost import CostMeter
+from hyporag.programs.hypothesis import Hypothesis
 from hyporag.retrieval.hit import Hit
+from hyporag.retrieval.query import WeightedQuery
 from hyporag.signatures import HypotheticalDocument, Query2Doc, Rerank, RewriteQuery
 
 
@@ -127,8 +129,9 @@ class HyDE(MCQProgram):
             if result is not None and result.passage:
                 documents.append(str(result.passage))
         trace.queries.extend(documents)
-        trace.hypothesis = {"documents": documents}
-        return self.retriever.search_pooled([question, *documents], self.budget, mode=self.mode)
+        trace.hypothesis = Hypothesis("\n\n".join(documents), None, {"documents": documents})
+        return self.retriever.search_weighted([WeightedQuery.mean([question, *documents])], self.budget,
+                                              mode=self.mode)[0]
 
 
 class Query2DocRAG(MCQProgram):
@@ -145,5 +148,5 @@ class Query2DocRAG(MCQProgram):
         document = str(result.pseudo_document or "") if result is not None else ""
         query = f"{question} {document}".strip()
         trace.queries.append(query)
-        trace.hypothesis = {"pseudo_document": document}
+        trace.hypothesis = Hypothesis(document, None, {"pseudo_document": document})
         return self.retriever.search(query, self.budget, mode=self.mode)

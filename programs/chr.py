@@ -11,11 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.config import ProgramConfig, flag
 from hyporag.programs.cost import CostMeter
+from hyporag.programs.hypothesis import Hypothesis, option_named_in
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.lambda_schedule import SCHEDULES, LambdaSchedule
+from hyporag.retrieval.query import WeightedQuery
 from hyporag.signatures import ContrastiveHypotheses
 from hyporag.signatures.paper_protocol import SpecialistContrastiveHypotheses
 
@@ -24,6 +28,14 @@ DEGENERATE_SIMILARITY = 0.95
 
 def _normalised(text: str) -> str:
     return " ".join(text.lower().split()).strip(" .")
+
+
+def hypothesis_similarity(h_plus: str, h_minus: str, vectors: np.ndarray | None) -> float:
+    """cos(ĥ+, ĥ−) from their vectors, or token Jaccard without them (a BM25-only index: no encoder call)."""
+    if vectors is not None:
+        return float(np.dot(vectors[0], vectors[1]))
+    tokens_a, tokens_b = set(h_plus.lower().split()), set(h_minus.lower().split())
+    return len(tokens_a & tokens_b) / max(1, len(tokens_a | tokens_b))
 
 
 def degenerate_contrast(h_plus: str, h_minus: str, similarity: float | None) -> str | None:
@@ -94,12 +106,13 @@ class CHR(MCQProgram):
     method = "chr"
     Config = CHRConfig
     default_sees_options = True
+    row_fields: ClassVar[dict] = {**MCQProgram.row_fields, "contrast_fallback": None}  # why H− was not used
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.schedule = self.config.lambda_schedule
-        paper = self.config.protocol == "paper"  # the paper's one call, in a specialist's voice
-        self.hypotheses = self.step(SpecialistContrastiveHypotheses if paper else ContrastiveHypotheses)
+        specialist = self.protocol.specialist_hypotheses  # the paper's one call, in a specialist's voice
+        self.hypotheses = self.step(SpecialistContrastiveHypotheses if specialist else ContrastiveHypotheses)
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
         result = self.query_step(self.hypotheses, meter, trace, question=question,
@@ -107,15 +120,17 @@ class CHR(MCQProgram):
         h_plus = str(getattr(result, "target_hypothesis", None) or question)
         h_minus = str(getattr(result, "mimic_hypothesis", None) or "")
         mode = self.mode or self.retriever.mode
-        vectors = None
-        if self.retriever.dense is not None and (mode != "bm25" or self.schedule.kind != "fixed"):
-            vectors = self.retriever.hypothesis_vectors(h_plus, h_minus)  # one encoder call for everything below
-        similarity = self.retriever.hypothesis_similarity(h_plus, h_minus, vectors) if h_minus.strip() else None
+        # one encoder call for the similarity and the query vector (none when BM25 alone needs no similarity)
+        vectors = self.retriever.encode([h_plus, h_minus]) if mode != "bm25" or self.schedule.kind != "fixed" \
+            else None
+        similarity = hypothesis_similarity(h_plus, h_minus, vectors) if h_minus.strip() else None
         lam = self.schedule(similarity if similarity is not None else 0.0)
         fallback = degenerate_contrast(h_plus, h_minus, similarity)
-        trace.hypothesis = {"target": h_plus, "mimic": h_minus, "similarity": similarity, "lambda": lam}
+        trace.hypothesis = Hypothesis(h_plus, option_named_in(h_plus, options),
+                                      {"target": h_plus, "mimic": h_minus, "similarity": similarity, "lambda": lam})
         trace.queries.extend([h_plus, h_minus])
         if fallback:  # H+ − λ·H− would cancel and retrieve noise: search with H+ alone, and say so in the row
             trace.extra["contrast_fallback"] = fallback
             return self.retriever.search(h_plus, self.budget, mode=self.mode)
-        return self.retriever.search_contrastive(h_plus, h_minus, lam, self.budget, mode=self.mode, vectors=vectors)
+        query = WeightedQuery.difference(h_plus, h_minus, lam, vectors=vectors)
+        return self.retriever.search_weighted([query], self.budget, mode=self.mode)[0]

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from hyporag.errors import ConfigError
+from hyporag.programs.protocol import PROTOCOLS, Protocol, protocol_named
 from hyporag.retrieval.retriever import MODES
-
-PROTOCOLS = ("fast", "paper")
 
 
 def flag(name: str, help: str, choices: tuple | None = None, default: Any = None, **extra: Any) -> Any:
@@ -42,8 +41,8 @@ class ProgramConfig:
     reasoning: bool = flag("--reasoning", "answer with step-by-step reasoning first", default=False)
     mode: str | None = None  # retriever mode for this program (None: the index's); tuned by `tune`
     protocol: str = flag("--protocol", "fast = short steps for CPU models (default); paper = the authors' protocol "
-                         "(hypothesis by elimination, reasoning answer step, documents first)", choices=PROTOCOLS,
-                         default="fast")
+                         "(hypothesis by elimination, reasoning answer step, documents first)",
+                         choices=tuple(PROTOCOLS), default="fast")
     parse: str = flag("--parse", "how an unparseable answer is scored: strict = wrong (default), mirage = "
                       "MIRAGE's rule, option A; either way it is counted", choices=("strict", "mirage"),
                       default="strict")
@@ -57,10 +56,17 @@ class ProgramConfig:
             raise ConfigError(f"{self.method}: budget must be a whole number of passages >= 1, got {self.budget!r}")
         if self.protocol not in PROTOCOLS:
             raise ConfigError(f"{self.method}: unknown protocol {self.protocol!r}: use {' or '.join(PROTOCOLS)}")
+        if self.rules.answer_reasons and not self.reasoning:  # resolved once: the protocol's answer step reasons
+            object.__setattr__(self, "reasoning", True)
         if self.parse not in ("strict", "mirage"):
             raise ConfigError(f"{self.method}: unknown parse rule {self.parse!r}: use strict or mirage")
         if self.mode is not None and self.mode not in MODES:
             raise ConfigError(f"{self.method}: unknown retrieval mode {self.mode!r}: use one of {', '.join(MODES)}")
+
+    @property
+    def rules(self) -> Protocol:
+        """The protocol object every protocol-dependent step reads (never the name)."""
+        return protocol_named(self.protocol)
 
     # -- dict round trip ----------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from hyporag.errors import ConfigError
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.config import ProgramConfig, flag
 from hyporag.programs.cost import CostMeter
+from hyporag.programs.hypothesis import Hypothesis, option_of_letter
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.merge import MERGE_POLICIES, merge_to_budget
 from hyporag.signatures import Hypothesize, RewriteQueries
@@ -49,14 +50,14 @@ class HCQRConfig(ProgramConfig):
     @property
     def merge(self) -> str:
         """The merge that runs: the authors' `sum` under the paper protocol, round robin otherwise."""
-        return self.merge_policy or ("sum" if self.protocol == "paper" else "round_robin")
+        return self.merge_policy or self.rules.hcqr_merge
 
     @property
     def k(self) -> int:
         """Passages per query: the authors' budget // number of queries under the paper protocol (at least 1)."""
         if self.per_query_k:
             return self.per_query_k
-        return max(1, self.budget // len(self.queries)) if self.protocol == "paper" else self.budget
+        return max(1, self.budget // len(self.queries)) if self.rules.queries_share_budget else self.budget
 
     def suggest(self, trial, modes: list[str]) -> HCQRConfig:
         return super().suggest(trial, modes).replace(
@@ -78,7 +79,7 @@ class HCQR(MCQProgram):
         self.per_query_k = self.config.k
         self.merge_policy = self.config.merge
         self.show_hypothesis = self.config.show_hypothesis
-        self.paper = self.config.protocol == "paper"
+        self.paper = self.protocol.hypothesis_by_elimination
         self.hypothesize = self.step(HypothesizeByElimination if self.paper else Hypothesize)
         self.rewrite = self.step(QueriesFromHypothesis if self.paper else RewriteQueries)
 
@@ -90,8 +91,8 @@ class HCQR(MCQProgram):
         hypothesis = self.query_step(self.hypothesize, meter, trace, question=question, options=shown)
         if self.paper:  # the rewriter sees the question and the hypothesis state, not the option list
             state = self._paper_state(hypothesis)
-            rewritten = self.query_step(self.rewrite, meter, trace, question=question,
-                                        hypothesis=self._describe_paper(state))
+            described = self._describe_paper(state)
+            rewritten = self.query_step(self.rewrite, meter, trace, question=question, hypothesis=described)
         else:
             state = {
                 "likely_option": getattr(hypothesis, "likely_option", "") or "",
@@ -99,9 +100,10 @@ class HCQR(MCQProgram):
                 "expected_evidence": getattr(hypothesis, "expected_evidence", "") or "",
                 "rationale": getattr(hypothesis, "rationale", "") or "",
             }
+            described = self._describe(state, options)
             rewritten = self.query_step(self.rewrite, meter, trace, question=question, options=shown,
-                                        hypothesis=self._describe(state, options))
-        trace.hypothesis = state
+                                        hypothesis=described)
+        trace.hypothesis = Hypothesis(described, option_of_letter(state["likely_option"], options), state)
         queries = [str(getattr(rewritten, QUERY_FIELDS[name], None) or question) for name in self.queries]
         trace.queries.extend(queries)
         ranked = self.retriever.search_many(queries, self.per_query_k, mode=self.mode)
@@ -134,4 +136,5 @@ class HCQR(MCQProgram):
     def context_preface(self, trace: Trace) -> str:
         if not self.show_hypothesis or not trace.hypothesis:
             return ""
-        return f"Working hypothesis (unverified): {trace.hypothesis['likely_option']}: {trace.hypothesis['rationale']}"
+        state = trace.hypothesis.details
+        return f"Working hypothesis (unverified): {state['likely_option']}: {state['rationale']}"

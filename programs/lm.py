@@ -114,19 +114,17 @@ def is_local(lm: dspy.BaseLM) -> bool:
 ADAPTERS = ("auto", "lean", "json", "chat")
 
 
-def adapter_for(lm: dspy.BaseLM, choice: str = "auto", protocol: str = "fast") -> dspy.Adapter:
-    """`auto`: the lean JSON adapter for local GGUF models under the fast protocol (short prompts sharing a cached
-    prefix: prefill is the embedded model's cost); JSON for local models under the paper protocol (the prompts a
-    server gets, so served and in-process runs agree) and for self-hosted OpenAI-compatible servers (an
+def adapter_for(lm: dspy.BaseLM, choice: str = "auto", local: str = "lean") -> dspy.Adapter:
+    """`auto`: for local GGUF models the protocol's `local` choice (lean under the fast protocol: short prompts
+    sharing a cached prefix, prefill being the embedded model's cost; JSON under the paper protocol: the prompts a
+    server gets, so served and in-process runs agree); JSON for self-hosted OpenAI-compatible servers (an
     `api_base`: llama.cpp, vLLM, Ollama), whose small models break ChatAdapter's `[[ ## field ## ]]` format (a
     1.5B writes `[[ ## answer ## ]] = 'A'`, and DSPy's JSON retry doubles the calls); ChatAdapter for hosted APIs."""
     if choice not in ADAPTERS:
         raise ModelError(f"unknown adapter {choice!r}: use one of {', '.join(ADAPTERS)}")
     if choice == "auto":
-        if is_local(lm):
-            choice = "lean" if protocol != "paper" else "json"
-        else:
-            choice = "json" if (getattr(lm, "kwargs", None) or {}).get("api_base") else "chat"
+        served = bool((getattr(lm, "kwargs", None) or {}).get("api_base"))
+        choice = local if is_local(lm) else "json" if served else "chat"
     if choice == "lean":
         from hyporag.programs.lean_adapter import LeanAdapter
 
@@ -166,7 +164,7 @@ class LMRoles:
 
     @classmethod
     def from_specs(cls, lm: str = DEFAULT_LM, hypothesis_lm: str | None = None, answer_lm: str | None = None,
-                   judge_lm: str | None = None, adapter: str = "auto", protocol: str = "fast",
+                   judge_lm: str | None = None, adapter: str = "auto", local_adapter: str = "lean",
                    **build_kwargs: Any) -> LMRoles:
         """Roles from CLI flags: `--lm` for all, each role flag overriding it; one LM object per distinct spec."""
         built: dict[str, dspy.BaseLM] = {}
@@ -175,7 +173,7 @@ class LMRoles:
             spec = spec or lm
             if spec not in built:
                 built[spec] = build_lm(spec, **build_kwargs)
-            return RoleLM(spec, built[spec], adapter_for(built[spec], adapter, protocol))
+            return RoleLM(spec, built[spec], adapter_for(built[spec], adapter, local_adapter))
 
         return cls(role(hypothesis_lm), role(answer_lm), role(judge_lm))
 
@@ -193,8 +191,8 @@ class LMRoles:
         for name in ROLES:
             role = getattr(self, name)
             saved = choices.get((recorded or {}).get(name))
-            # the rule of that time is today's `auto` under the paper protocol: JSON for local and served models
-            role.adapter = adapter_for(role.lm, saved) if saved else adapter_for(role.lm, "auto", protocol="paper")
+            # the rule of that time: JSON for local and served models, ChatAdapter for hosted APIs
+            role.adapter = adapter_for(role.lm, saved) if saved else adapter_for(role.lm, "auto", local="json")
 
     def adapters(self) -> dict[str, str]:
         """Which DSPy adapter formats each role's prompts (it changes every prompt, so runs record it)."""

@@ -5,6 +5,7 @@ Ablations are presets of a method's config, not copies of its code; a method is 
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,8 +20,16 @@ from hyporag.programs.multi_query import MultiQueryRewriting
 
 @dataclass(frozen=True)
 class Method:
-    program: type[MCQProgram]
+    """A program class, or "module:Class" under hyporag.programs (a method in its own file is one line here)."""
+
+    program: type[MCQProgram] | str
     preset: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.program, str):
+            module, _, name = self.program.partition(":")
+            cls = getattr(importlib.import_module(f"hyporag.programs.{module}"), name)
+            object.__setattr__(self, "program", cls)
 
 
 METHODS: dict[str, Method] = {

@@ -1,8 +1,9 @@
-"""The retriever every program searches through: BM25, dense, hybrid (RRF) and contrastive (CHR) modes.
+"""The retriever every program searches through: BM25, dense and hybrid (RRF) modes, one scoring interface.
 
-Contrastive dense scoring is one query vector: with normalised embeddings sim(d,H+) − λ·sim(d,H−) = d·(ĥ+ − λĥ−),
-so one FAISS search gives the exact ranking of scoring every passage. BM25 has no such identity: both hypotheses'
-candidate lists (depth `candidate_depth`) are scored, min-max normalised over their union, and subtracted.
+Programs hand it weighted queries (retrieval.query): plain text, pooled documents, contrasts. Dense scoring of a
+weighted query is one query vector: with normalised embeddings Σwᵢ·sim(d, textᵢ) = d·Σwᵢêᵢ, so one FAISS search
+gives the exact ranking of scoring every passage. BM25 has no such identity: each term's candidate list is
+scored, min-max normalised over their union, and weighted.
 """
 
 from __future__ import annotations
@@ -13,15 +14,10 @@ import numpy as np
 
 from hyporag.errors import ConfigError
 from hyporag.retrieval.hit import Hit
+from hyporag.retrieval.query import WeightedQuery
 from hyporag.retrieval.store import PassageStore
 
 MODES = ("bm25", "dense", "hybrid")
-
-
-def _pooled(dense, texts: Sequence[str]) -> np.ndarray:
-    """The renormalised mean of the texts' vectors (HyDE's one query), in `dense`'s space."""
-    mean = dense.encode(list(texts)).mean(axis=0)
-    return (mean / max(float(np.linalg.norm(mean)), 1e-12))[None, :]
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:
@@ -30,7 +26,8 @@ def _minmax(values: np.ndarray) -> np.ndarray:
 
 
 class Retriever:
-    """`search(query, k)`, `search_many(queries, k)` (one encoder call, one FAISS call) and `search_contrastive`."""
+    """`search(query, k)`, `search_many(queries, k)` and `search_weighted(queries, k)`: one encoder call and one
+    FAISS call per batch."""
 
     def __init__(self, store: PassageStore, bm25=None, dense=None, mode: str | None = None, rrf_k: int = 60,
                  candidate_depth: int = 100, fingerprint: str = ""):
@@ -69,89 +66,63 @@ class Retriever:
         if mode in ("dense", "hybrid") and self.dense is None:
             raise ConfigError(f"mode {mode!r} needs a dense index; rebuild with --retriever dense or both")
 
-    # -- plain search -------------------------------------------------------------------------------------------
+    # -- search: every query is weighted texts (retrieval.query), combined once per mode -------------------------
     def search(self, query: str, k: int = 15, mode: str | None = None) -> list[Hit]:
-        return self.search_many([query], k, mode)[0]
+        return self.search_weighted([WeightedQuery.of(query)], k, mode)[0]
 
     def search_many(self, queries: Sequence[str], k: int = 15, mode: str | None = None) -> list[list[Hit]]:
+        return self.search_weighted([WeightedQuery.of(q) for q in queries], k, mode)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray | None:
+        """The texts' vectors in this index's encoder (None without a dense index): a program that needs them
+        (CHR's similarity of H+ and H−) encodes once and passes them on in its WeightedQuery."""
+        return self.dense.encode(list(texts)) if self.dense is not None else None
+
+    def search_weighted(self, queries: Sequence[WeightedQuery], k: int = 15,
+                        mode: str | None = None) -> list[list[Hit]]:
+        """Top `k` passages per query: one BM25 batch, one encoder call and one FAISS search per dense index."""
         mode = mode or self.mode
         self._check(mode)
         if not queries:
             return []
+        depth = k if mode != "hybrid" else max(k, self.candidate_depth)
+        lexical = self._lexical(queries, depth) if mode in ("bm25", "hybrid") else None
         if mode == "bm25":
-            return self._hits(*self.bm25.search_many(queries, k), drop_zero=True)
+            return [self._to_hits(rows[:k]) for rows in lexical]
+        semantic = [self._semantic(dense, queries, depth, own=dense is self.dense)
+                    for dense in (self.dense, *(self.extra_dense if mode == "hybrid" else ()))]
         if mode == "dense":
-            return self._hits(*self.dense.search_vectors(self.dense.encode(list(queries)), k))
-        depth = max(k, self.candidate_depth)
-        lists = [self._rows(*self.bm25.search_many(queries, depth), drop_zero=True)]
-        for dense in (self.dense, *self.extra_dense):
-            lists.append(self._rows(*dense.search_vectors(dense.encode(list(queries)), depth)))
-        return [self._fuse(list(per_query), k) for per_query in zip(*lists, strict=True)]
+            return [self._to_hits(rows) for rows in semantic[0]]
+        return [self._fuse([lexical[i], *(lists[i] for lists in semantic)], k) for i in range(len(queries))]
 
-    def search_pooled(self, texts: Sequence[str], k: int = 15, mode: str | None = None) -> list[Hit]:
-        """One search for several texts (HyDE): the renormalised mean vector for dense, the joined text for BM25."""
-        mode = mode or self.mode
-        self._check(mode)
-        if mode == "bm25":
-            return self.search(" ".join(texts), k, mode="bm25")
-        mean = _pooled(self.dense, texts)
-        if mode == "dense":
-            return self._hits(*self.dense.search_vectors(mean, k))[0]
-        depth = max(k, self.candidate_depth)
-        lexical = self._rows(*self.bm25.search_many([" ".join(texts)], depth), drop_zero=True)[0]
-        semantic = [self._rows(*self.dense.search_vectors(mean, depth))[0]]
-        for dense in self.extra_dense:  # each encoder pools its own vectors
-            semantic.append(self._rows(*dense.search_vectors(_pooled(dense, texts), depth))[0])
-        return self._fuse([lexical, *semantic], k)
+    def _semantic(self, dense, queries: Sequence[WeightedQuery], depth: int, own: bool):
+        """Each query's combined vector in `dense`'s space, searched in one FAISS call."""
+        missing = [q for q in queries if not (own and q.vectors is not None)]
+        encoded = iter(np.split(dense.encode([t for q in missing for t in q.texts]),
+                                np.cumsum([len(q.terms) for q in missing])[:-1]) if missing else ())
+        combined = np.vstack([q.combine(q.vectors if own and q.vectors is not None else next(encoded))
+                              for q in queries])
+        return self._rows(*dense.search_vectors(combined.astype(np.float32), depth))
 
-    # -- contrastive (CHR) --------------------------------------------------------------------------------------
-    def hypothesis_vectors(self, h_plus: str, h_minus: str) -> np.ndarray | None:
-        """ĥ+ and ĥ− in one encoder call (None without a dense index); pass them on to avoid encoding twice."""
-        return self.dense.encode([h_plus, h_minus]) if self.dense is not None else None
+    def _lexical(self, queries: Sequence[WeightedQuery], depth: int) -> list[list[tuple[int, float]]]:
+        """BM25 rows per query: plain texts in one batch; weighted ones by normalised scores over their union."""
+        out: list[list[tuple[int, float]]] = [[] for _ in queries]
+        plain = [(i, q.plain) for i, q in enumerate(queries) if q.plain is not None]
+        if plain:
+            batched = self._rows(*self.bm25.search_many([text for _, text in plain], depth), drop_zero=True)
+            for (i, _), rows in zip(plain, batched, strict=True):
+                out[i] = rows
+        for i, query in enumerate(queries):
+            if query.plain is None:  # a weighted score reorders candidates: always draw them deep
+                out[i] = self._weighted_bm25_rows(query, max(depth, self.candidate_depth))
+        return out
 
-    def hypothesis_similarity(self, h_plus: str, h_minus: str, vectors: np.ndarray | None = None) -> float:
-        """cos(ĥ+, ĥ−) from the given vectors, or token Jaccard without them (BM25, no encoder call)."""
-        if vectors is not None:
-            a, b = vectors
-            return float(np.dot(a, b))
-        tokens_a, tokens_b = set(h_plus.lower().split()), set(h_minus.lower().split())
-        return len(tokens_a & tokens_b) / max(1, len(tokens_a | tokens_b))
-
-    def contrastive_vector(self, h_plus: str, h_minus: str, lam: float,
-                           vectors: np.ndarray | None = None, dense=None) -> np.ndarray:
-        """ĥ+ − λĥ− in the space of `dense` (default this index's own encoder)."""
-        if vectors is None:
-            vectors = (dense or self.dense).encode([h_plus, h_minus])
-        a, b = vectors
-        return (a - lam * b)[None, :]
-
-    def search_contrastive(self, h_plus: str, h_minus: str, lam: float = 1.0, k: int = 15,
-                           mode: str | None = None, vectors: np.ndarray | None = None) -> list[Hit]:
-        mode = mode or self.mode
-        self._check(mode)
-        if mode == "dense":
-            query = self.contrastive_vector(h_plus, h_minus, lam, vectors)
-            return self._hits(*self.dense.search_vectors(query, k))[0]
-        depth = max(k, self.candidate_depth)
-        lexical = self._bm25_contrastive_rows(h_plus, h_minus, lam, depth)
-        if mode == "bm25":
-            rows, scores = zip(*lexical[:k], strict=True) if lexical else ((), ())
-            return self._hits(np.array([rows]), np.array([scores]))[0]
-        query = self.contrastive_vector(h_plus, h_minus, lam, vectors)
-        semantic = [self._rows(*self.dense.search_vectors(query, depth))[0]]
-        for dense in self.extra_dense:  # the same contrast in each encoder's own space
-            extra = self.contrastive_vector(h_plus, h_minus, lam, dense=dense)
-            semantic.append(self._rows(*dense.search_vectors(extra, depth))[0])
-        return self._fuse([lexical, *semantic], k)
-
-    def _bm25_contrastive_rows(self, h_plus: str, h_minus: str, lam: float, depth: int) -> list[tuple[int, float]]:
-        rows, scores = self.bm25.search_many([h_plus, h_minus], depth)
-        union = np.unique(rows[(rows >= 0) & (scores > 0)])  # candidates: either hypothesis's real matches
+    def _weighted_bm25_rows(self, query: WeightedQuery, depth: int) -> list[tuple[int, float]]:
+        rows, scores = self.bm25.search_many(query.texts, depth)
+        union = np.unique(rows[(rows >= 0) & (scores > 0)])  # candidates: any term's real matches
         if union.size == 0:
             return []
-        plus = _minmax(self.bm25.score_rows(h_plus, union))
-        minus = _minmax(self.bm25.score_rows(h_minus, union))
-        combined = plus - lam * minus
+        combined = sum(weight * _minmax(self.bm25.score_rows(text, union)) for text, weight in query.terms)
         order = np.argsort(-combined, kind="stable")
         return [(int(union[i]), float(combined[i])) for i in order]
 

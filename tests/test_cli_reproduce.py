@@ -11,6 +11,7 @@ from hyporag import cli_reproduce
 from hyporag.cli import main
 from hyporag.eval.paper_tables import TABLES, figures, paper
 from hyporag.eval.report import build_report
+from hyporag.programs.protocol import PAPER
 from hyporag.programs.registry import METHODS
 
 
@@ -74,7 +75,7 @@ def test_every_table_uses_registered_methods_and_has_a_citation():
 def test_hcqr_table1_runs_its_grid_at_the_papers_budget_and_prints_paper_beside_ours(ran, tmp_path, capsys):
     assert main(["reproduce", "hcqr-table1", "--limit", "10", "--out", str(tmp_path)]) == 0
     assert [c.dataset for c in ran] == ["medqa", "mmlu-med"]
-    assert all(c.program_settings["budget"] == 15 and c.program_settings["protocol"] == "paper" for c in ran)
+    assert all(c.program_settings["budget"] == 15 and c.program_settings["protocol"] == PAPER.name for c in ran)
     assert ran[0].method_list == ["cot", "rag", "rewrite", "rerank", "hyde", "hcqr"] and ran[0].limit == 10
     assert ran[0].out == str(tmp_path / "hcqr-table1" / "medqa-paper")
     out = capsys.readouterr().out

@@ -110,12 +110,12 @@ def test_cost_by_role_includes_the_judge_and_adds_up_per_question():
 
 def test_mechanism_counts_followed_and_overturned_hypotheses():
     from hyporag.eval.analysis import mechanism
-    from hyporag.eval.evidence import hypothesis_option
+    from hyporag.programs.hypothesis import option_named_in, option_of_letter
 
     options = {"A": "Alpha cells", "B": "Beta cells", "C": "Hepatocytes"}
-    assert hypothesis_option({"likely_option": "b"}, options) == "B"
-    assert hypothesis_option({"target": "Beta cells secrete insulin."}, options) == "B"
-    assert hypothesis_option({"target": "Alpha cells or beta cells"}, options) is None  # names two: unknown
+    assert option_of_letter("b", options) == "B" and option_of_letter("E", options) is None
+    assert option_named_in("Beta cells secrete insulin.", options) == "B"
+    assert option_named_in("Alpha cells or beta cells", options) is None  # names two: unknown
     rows = [
         {"question_id": "1", "method": "hcqr", "gold": "B", "answer": "B", "correct": True, "hypothesis_option": "B"},
         {"question_id": "2", "method": "hcqr", "gold": "B", "answer": "A", "correct": False, "hypothesis_option": "A"},

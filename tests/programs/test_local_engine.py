@@ -5,6 +5,7 @@ from __future__ import annotations
 from dspy.lm15 import Config, Message, Request
 
 from hyporag.programs.local_engine import LocalEngine, cap_schema
+from hyporag.programs.protocol import PAPER
 
 
 def test_cap_schema_bounds_free_strings_and_lists_only():
@@ -38,7 +39,7 @@ def test_the_paper_protocol_runs_the_embedded_model_uncapped_under_its_own_cache
     from hyporag.programs.lm import build_lm
     from hyporag.run_config import RunConfig
 
-    assert lm_build_kwargs(RunConfig(program_settings={"protocol": "paper"}))["cap_outputs"] is False
+    assert lm_build_kwargs(RunConfig(program_settings={"protocol": PAPER.name}))["cap_outputs"] is False
     assert lm_build_kwargs(RunConfig())["cap_outputs"] is True
     engine = LocalEngine(tmp_path / "unused.gguf", max_string_chars=None)
     schema = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}

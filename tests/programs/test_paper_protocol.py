@@ -10,6 +10,7 @@ from dspy.utils import DummyLM
 
 from hyporag.programs import make_program
 from hyporag.programs.lm import LMRoles
+from hyporag.programs.protocol import PAPER, PROTOCOLS
 from tests.programs.test_programs import CountingRetriever
 
 OPTIONS = {"A": "Alpha cells", "B": "Beta cells", "C": "Hepatocytes", "D": "Osteoclasts"}
@@ -29,7 +30,7 @@ def field_order(messages) -> list[str]:
 def run_hcqr(retriever, budget=6):
     lm = DummyLM([HYPOTHESIS, QUERIES, ANSWER])
     counting = CountingRetriever(retriever)
-    program = make_program("hcqr", retriever=counting, roles=LMRoles.from_lms(lm), budget=budget, protocol="paper")
+    program = make_program("hcqr", retriever=counting, roles=LMRoles.from_lms(lm), budget=budget, protocol=PAPER.name)
     prediction = program(question="Which cells secrete insulin?", options=OPTIONS)
     return program, prediction, lm, counting
 
@@ -63,7 +64,7 @@ def test_per_query_k_is_budget_over_three_and_scores_are_summed(tiny_retriever):
 
     expected = merge_to_budget(lists, 6, "sum", normalize=tiny_retriever.mode == "bm25")
     assert [p["id"] for p in prediction.passages] == [h.id for h in expected]
-    assert program.settings()["protocol"] == "paper" and program.settings()["reasoning"] is True
+    assert program.settings()["protocol"] == PAPER.name and program.settings()["reasoning"] is True
 
 
 def test_answer_reasons_over_documents_placed_first_and_never_sees_the_hypothesis(tiny_retriever):
@@ -79,16 +80,16 @@ def test_fast_protocol_is_unchanged_and_chr_speaks_as_a_specialist(tiny_retrieve
     assert (fast.per_query_k, fast.merge_policy, fast.answer.reasoning) == (6, "round_robin", False)
     lm = DummyLM([{"target_hypothesis": "Beta cells secrete insulin.", "mimic_hypothesis": "Alpha cells secrete "
                    "glucagon."}, ANSWER])
-    program = make_program("chr", retriever=tiny_retriever, roles=LMRoles.from_lms(lm), budget=3, protocol="paper")
+    program = make_program("chr", retriever=tiny_retriever, roles=LMRoles.from_lms(lm), budget=3, protocol=PAPER.name)
     program(question="Which cells secrete insulin?", options=OPTIONS)
     assert "You are a medical specialist" in str(lm.history[0]["messages"][0]["content"])
     assert program.schedule.kind == "fixed" and program.schedule.lam == 1.0  # the paper's default λ
 
 
 def test_ablations_run_under_either_protocol(tiny_retriever):
-    for protocol in ("fast", "paper"):
+    for protocol in PROTOCOLS:
         program = make_program("hcqr-no-support", retriever=tiny_retriever, budget=6, protocol=protocol)
         assert program.queries == ("distinction", "key_features")
-        assert program.per_query_k == (3 if protocol == "paper" else 6)  # B // 2 queries under paper
+        assert program.per_query_k == (3 if protocol == PAPER.name else 6)  # B // 2 queries under paper
         shown = make_program("hcqr-show-hypothesis", retriever=tiny_retriever, protocol=protocol)
         assert shown.show_hypothesis and shown.config.protocol == protocol

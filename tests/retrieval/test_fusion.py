@@ -8,8 +8,14 @@ import pytest
 from hyporag.builders import build_retriever
 from hyporag.errors import ConfigError
 from hyporag.retrieval import build_index, load_corpus, open_index
+from hyporag.retrieval.query import WeightedQuery
 from hyporag.run_config import RunConfig
 from tests.conftest import PASSAGES, write_jsonl
+
+
+def contrast(retriever, plus: str, minus: str, lam: float, k: int, mode: str | None = None):
+    """sim(d, plus) − λ·sim(d, minus): one weighted query."""
+    return retriever.search_weighted([WeightedQuery.difference(plus, minus, lam)], k, mode=mode)[0]
 
 
 def rrf(lists, k, rrf_k):
@@ -42,8 +48,8 @@ def test_hybrid_search_fuses_every_retriever_by_rrf(indexes):
              [h.id for h in retriever.search(query, depth, mode="dense")],
              [h.id for h in extra.search(query, depth, mode="dense")]]
     assert [h.id for h in retriever.search(query, 5)] == rrf(lists, 5, 100)
-    assert len(retriever.search_contrastive("beta cells insulin", "alpha cells glucagon", 1.0, 5)) == 5
-    assert len(retriever.search_pooled(["insulin", "beta cells"], 5)) == 5
+    assert len(contrast(retriever, "beta cells insulin", "alpha cells glucagon", 1.0, 5)) == 5
+    assert len(retriever.search_weighted([WeightedQuery.mean(["insulin", "beta cells"])], 5)[0]) == 5
 
 
 def test_the_run_setting_fuses_and_another_corpus_is_refused(indexes, tmp_path):

@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from hyporag.errors import DataError, IndexMismatchError
 from hyporag.retrieval import Hit, LambdaSchedule, build_index, load_corpus, merge_to_budget, open_index
+from hyporag.retrieval.query import WeightedQuery
 from tests.conftest import PASSAGES, write_jsonl
+
+
+def contrast(retriever, plus: str, minus: str, lam: float, k: int, mode: str | None = None):
+    """sim(d, plus) − λ·sim(d, minus): one weighted query."""
+    return retriever.search_weighted([WeightedQuery.difference(plus, minus, lam)], k, mode=mode)[0]
 
 
 def test_bm25_dense_hybrid_find_the_insulin_passage(tiny_retriever):
@@ -37,7 +43,7 @@ def test_contrastive_vector_equals_brute_force(tiny_retriever):
     a, b = dense.encode([h_plus, h_minus])
     brute = vectors @ a - lam * (vectors @ b)
     expected_rows = np.argsort(-brute, kind="stable")[:5]
-    hits = tiny_retriever.search_contrastive(h_plus, h_minus, lam, 5, mode="dense")
+    hits = contrast(tiny_retriever, h_plus, h_minus, lam, 5, mode="dense")
     store_ids = [p.id for p in tiny_retriever.store.get(list(expected_rows))]
     assert [h.id for h in hits] == store_ids
     np.testing.assert_allclose([h.score for h in hits], brute[expected_rows], rtol=1e-5, atol=1e-6)
@@ -45,9 +51,9 @@ def test_contrastive_vector_equals_brute_force(tiny_retriever):
 
 def test_contrastive_pushes_mimic_passage_down(tiny_retriever):
     plain = [h.id for h in tiny_retriever.search("pancreas secretes insulin glucagon", 10, mode="bm25")]
-    contrast = [h.id for h in tiny_retriever.search_contrastive(
-        "pancreas beta cells secrete insulin", "pancreas alpha cells secrete glucagon", 1.0, 10, mode="bm25")]
-    assert contrast.index("p2") > contrast.index("p1")
+    ranked = [h.id for h in contrast(tiny_retriever, "pancreas beta cells secrete insulin",
+                                     "pancreas alpha cells secrete glucagon", 1.0, 10, mode="bm25")]
+    assert ranked.index("p2") > ranked.index("p1")
     assert "p2" in plain
 
 
@@ -224,7 +230,7 @@ def test_stopword_only_queries_return_nothing_from_bm25(tiny_retriever):
     batched = tiny_retriever.search_many(["the of", "insulin beta cells"], 3, mode="bm25")
     assert batched[0] == [] and "p1" in [h.id for h in batched[1]]
     assert tiny_retriever.search("the of and", 3, mode="hybrid")  # dense still answers
-    assert [h.id for h in tiny_retriever.search_contrastive("the", "of", 1.0, 3, mode="bm25")] == []
+    assert [h.id for h in contrast(tiny_retriever, "the", "of", 1.0, 3, mode="bm25")] == []
 
 
 def test_programs_copied_by_teleprompters_share_one_open_index(tiny_retriever, caplog):
