@@ -52,6 +52,7 @@ METHODS: dict[str, Method] = {
     "chr-linear": Method(CHR, {"schedule": "linear"}),
     "chr-threshold": Method(CHR, {"schedule": "threshold"}),
     "chr-sigmoid": Method(CHR, {"schedule": "sigmoid"}),
+    "option-contrast": Method("option_contrast:OptionContrast"),
 }
 PAPER_METHODS = ("cot", "rag", "rerank", "rewrite", "hyde", "q2d", "hcqr", "chr")
 CONFIGS: tuple[type[ProgramConfig], ...] = tuple(dict.fromkeys(m.program.Config for m in METHODS.values()))
