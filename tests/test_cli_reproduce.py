@@ -12,7 +12,7 @@ from hyporag.cli import main
 from hyporag.eval.paper_tables import TABLES, figures, paper
 from hyporag.eval.report import build_report
 from hyporag.programs.protocol import PAPER
-from hyporag.programs.registry import METHODS
+from hyporag.programs.registry import METHODS, method_config
 
 
 def fake_rows(methods, n=10, judged=False):
@@ -44,9 +44,10 @@ def ran(monkeypatch):
         settings = {"lms": {"hypothesis": config.lm, "answer": config.lm, "judge": config.lm}, "dur": config.dur,
                     "retriever": config.retriever or "bm25",
                     "program": {m: {"method": m, **config.program_settings, "parse": "strict"} for m in methods}}
-        budget = config.program_settings["budget"]
-        settings["effective"] = {m: {**p, "per_query_k": budget // 3} if m == "hcqr" else p
-                                 for m, p in settings["program"].items()}
+        # what the real programs resolve from these settings (HCQR's k and merge under the protocol), not a copy
+        settings["effective"] = {m: {**p, **({"per_query_k": c.k, "merge_policy": c.merge} if m == "hcqr" else {})}
+                                 for m, p in settings["program"].items()
+                                 for c in [method_config(m, config.program_settings)]}
         return build_report(fake_rows(methods, judged=config.dur), settings, methods), config.out, 1273
 
     monkeypatch.setattr(cli_reproduce, "run_methods", run_methods)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from dspy.lm15 import Config, Message, Request
 
 from hyporag.programs.local_engine import LocalEngine, cap_schema
@@ -32,6 +33,7 @@ def test_request_becomes_an_openai_body_with_a_capped_schema(tmp_path):
     assert body["json_schema"]["properties"]["x"]["maxLength"] == 50 and "response_format" not in body
 
 
+@pytest.mark.local_lm  # builds the embedded 1.5B model
 def test_the_paper_protocol_runs_the_embedded_model_uncapped_under_its_own_cache_key(tmp_path):
     """A served model gets DSPy's schema as is; under --protocol paper the in-process engine does too (the cap cut
     HCQR's elimination reasoning at 320 characters, which is where served and in-process answers parted)."""
