@@ -1,6 +1,7 @@
 """hyporag: decision-useful retrieval for multiple-choice questions, as DSPy programs.
 
-Subpackages: `hyporag.signatures`, `hyporag.programs`, `hyporag.retrieval`, `hyporag.eval`, `hyporag.optimizers`.
+Subpackages: `hyporag.signatures`, `hyporag.programs`, `hyporag.retrieval`, `hyporag.eval`, `hyporag.optimizers`,
+`hyporag.jobs` (every command as a call: evaluate, fit, tune, compile, reproduce) and `hyporag.cli` (the shell).
 The names below are the public API; they import lazily so `import hyporag` stays cheap (no torch, no FAISS).
 """
 
@@ -33,6 +34,19 @@ _EXPORTS = {
     "run_evaluation": "hyporag.eval.runner",
     "load_artifact": "hyporag.optimizers.artifact",
     "save_artifact": "hyporag.optimizers.artifact",
+    "RunConfig": "hyporag.run_config",
+    "EvalSettings": "hyporag.jobs.settings",
+    "FitSettings": "hyporag.jobs.settings",
+    "TuneSettings": "hyporag.jobs.settings",
+    "CompileSettings": "hyporag.jobs.settings",
+    "ReproduceSettings": "hyporag.jobs.settings",
+    "evaluate": "hyporag.jobs.evaluate",
+    "fit": "hyporag.jobs.fit",
+    "tune": "hyporag.jobs.tune",
+    "compile": "hyporag.jobs.compile",
+    "reproduce": "hyporag.jobs.reproduce",
+    "load_program": "hyporag.jobs.program",
+    "OptionContrast": "hyporag.programs.option_contrast",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

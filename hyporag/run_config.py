@@ -1,8 +1,10 @@
 """The settings of one run, built once from the project file and the command line (or the API), never mutated.
 
-Precedence: a flag given on the command line, then `hyporag.toml` (in the working directory, or `--config`), then
-the defaults below. Keys are flat: a run setting (`dataset`, `lm`, `threads`, ...) or a program setting of any
-method (`budget`, `lam`, `per_query_k`, `domain`, ...); anything else is refused, naming the file and key.
+Precedence: a flag given on the command line, then `hyporag.toml` (in the working directory, or `--config`): its
+command's table (`[eval]`, `[fit]`, `[tune]`, `[compile]`, `[reproduce]`) over its top level; then the defaults
+below. The top level holds shared keys: a run setting (`dataset`, `lm`, `threads`, ...) or a program setting of any
+method (`budget`, `lam`, `per_query_k`, `domain`, ...); a table may also hold its job's own settings
+(hyporag.jobs.settings); anything else is refused, naming the file and key.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class RunConfig:
 RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"program_settings", "sources"}
 
 
-def _program_fields() -> set[str]:
+def program_fields() -> set[str]:
     from hyporag.programs.registry import CONFIGS
 
     return {name for config in CONFIGS for name in config.__dataclass_fields__}
@@ -132,15 +134,18 @@ def _check_type(origin: str, key: str, value: Any, kind: type | None) -> None:
 
 
 def build_run_config(flags: dict[str, Any], project: dict[str, Any] | None = None,
-                     project_path: str | None = None) -> RunConfig:
-    """Merge defaults < project file < flags given on the command line into one RunConfig; a value of the wrong
-    type, or a --limit below 1, is refused naming where it came from."""
+                     project_path: str | None = None, table: dict[str, Any] | None = None,
+                     table_origin: str | None = None) -> RunConfig:
+    """Merge defaults < project file (top level, then the command's table) < flags given on the command line into
+    one RunConfig; a value of the wrong type, or a --limit below 1, is refused naming where it came from."""
     types = _field_types()
-    program_names = _program_fields()
+    program_names = program_fields()
     run: dict[str, Any] = {}
     program: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for origin, values in ((project_path or PROJECT_FILE, project or {}), ("command line", flags)):
+    layers = ((project_path or PROJECT_FILE, project or {}), (table_origin or PROJECT_FILE, table or {}),
+              ("command line", flags))
+    for origin, values in layers:
         for key, value in values.items():
             if value is None:
                 continue

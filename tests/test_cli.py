@@ -64,15 +64,16 @@ def test_public_api_is_lazy_and_complete():
 
 
 def test_demo_runs_the_evaluation_directly_with_its_settings(monkeypatch, capsys):
-    import hyporag.cli_commands as commands
+    import hyporag.cli.demo as demo
     import hyporag.eval.report as report
     from hyporag.cli import main
+    from hyporag.jobs.evaluate import EvalReport
 
     seen = {}
     summary = [{"method": "rag", "accuracy": 0.5, "ci95_low": 0.3, "ci95_high": 0.7, "gold_in_context": 0.625,
                 "seconds_per_q": 4.0}]
-    monkeypatch.setattr(commands, "run_methods",
-                        lambda config: seen.setdefault("config", config) and ({"methods": summary}, "runs/x", 16))
+    done = EvalReport("runs/x", {"methods": summary}, 16)
+    monkeypatch.setattr(demo, "evaluate", lambda config: seen.setdefault("config", config) and done)
     monkeypatch.setattr(report, "markdown", lambda result: "FULL TABLES")
     assert main(["demo", "--out", "runs/x"]) == 0
     config = seen["config"]

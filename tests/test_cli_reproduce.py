@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from hyporag import cli_reproduce
 from hyporag.cli import main
 from hyporag.eval.paper_tables import TABLES, figures, paper
 from hyporag.eval.report import build_report
+from hyporag.jobs import reproduce as reproduce_job
+from hyporag.jobs.evaluate import EvalReport
 from hyporag.programs.protocol import PAPER
 from hyporag.programs.registry import METHODS, method_config
 
@@ -38,7 +39,7 @@ def ran(monkeypatch):
     """Replace the evaluation with real reports over synthetic rows, recording each cell's run settings."""
     configs = []
 
-    def run_methods(config, progress=True):
+    def evaluate(config, settings=None, roles=None, progress=True):
         configs.append(config)
         methods = config.method_list
         settings = {"lms": {"hypothesis": config.lm, "answer": config.lm, "judge": config.lm}, "dur": config.dur,
@@ -48,9 +49,10 @@ def ran(monkeypatch):
         settings["effective"] = {m: {**p, **({"per_query_k": c.k, "merge_policy": c.merge} if m == "hcqr" else {})}
                                  for m, p in settings["program"].items()
                                  for c in [method_config(m, config.program_settings)]}
-        return build_report(fake_rows(methods, judged=config.dur), settings, methods), config.out, 1273
+        report = build_report(fake_rows(methods, judged=config.dur), settings, methods)
+        return EvalReport(config.out, report, 1273)
 
-    monkeypatch.setattr(cli_reproduce, "run_methods", run_methods)
+    monkeypatch.setattr(reproduce_job, "evaluate", evaluate)
     return configs
 
 

@@ -28,9 +28,10 @@ def layer(module: str) -> str:
 
 def modules():
     for folder, package in FOLDERS.items():
-        for path in sorted((ROOT / folder).glob("*.py")):
-            name = package if path.stem == "__init__" else f"{package}.{path.stem}"
-            yield name, path
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            yield ".".join((package, *parts)), path
 
 
 def imported(path: Path) -> set[str]:
@@ -64,3 +65,12 @@ def test_the_lm_free_report_does_not_import_dspy():
 def test_every_module_is_small():
     big = [f"{p.relative_to(ROOT)}: {n}" for _, p in modules() if (n := len(p.read_text().splitlines())) > 300]
     assert not big, big
+
+
+def test_no_library_module_imports_argparse():
+    """Every job is a Python call with typed settings; only the command-line shell parses flags."""
+    offenders = [str(path.relative_to(ROOT)) for name, path in modules()
+                 if not name.startswith("hyporag.cli") and "argparse" in {
+                     alias.name for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                     if isinstance(node, ast.Import) for alias in node.names}]
+    assert not offenders, offenders

@@ -1,4 +1,5 @@
-"""`hyporag fit` end to end with DummyLM: every stage, held-out never seen by an optimizer, resume skips stages."""
+"""`hyporag.fit` end to end with DummyLM: every stage, held-out never seen by an optimizer, resume skips stages;
+and the project file's per-command tables."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import json
 import pytest
 from dspy.utils import DummyLM
 
+from hyporag import FitSettings, RunConfig, fit
 from hyporag.cli import build_parser, run_config
-from hyporag.cli_fit import run_fit
+from hyporag.cli.common import load_settings
 from hyporag.errors import HyporagError
 from hyporag.programs.lm import LMRoles
 from tests.conftest import PASSAGES, write_jsonl
@@ -25,22 +27,21 @@ class SharedDummyLM(DummyLM):
         return self
 
 
-def fit_args(tmp_path, *extra):
+def fit_args(tmp_path, run: dict | None = None, **settings):
     corpus = write_jsonl(tmp_path / "corpus.jsonl", [{"id": i, "title": t, "contents": c} for i, t, c in PASSAGES])
     questions = [{"id": f"q{i}", "question": f"Which cells secrete hormone {i}?",
                   "options": {"A": "Beta cells", "B": "Alpha cells"}, "answer": "A" if i % 3 else "B"}
                  for i in range(12)]
     dataset = write_jsonl(tmp_path / "dev.jsonl", questions)
-    argv = ["fit", "--dataset", str(dataset), "--corpus", str(corpus), "--method", "chr", "--out",
-            str(tmp_path / "fit"), "--trials", "2", "--budget", "2", "--domain", "endocrinology", *extra]
-    args = build_parser().parse_args(argv)
-    return args, run_config(args)
+    config = RunConfig(dataset=str(dataset), corpus=str(corpus), **(run or {}),
+                       program_settings={"budget": 2, "domain": "endocrinology"})
+    return FitSettings(method="chr", out=str(tmp_path / "fit"), **{"trials": 2, **settings}), config
 
 
 def test_fit_runs_every_stage_and_a_rerun_skips_them(tmp_path, capsys):
     args, config = fit_args(tmp_path)
     lm = SharedDummyLM(dict(REPLIES))
-    state = run_fit(args, config, LMRoles.from_lms(lm))
+    state = fit(args, config, LMRoles.from_lms(lm)).state
     assert list(state["stages"]) == ["index", "split", "tune", "compile", "freeze", "evaluate", "report"]
     split = state["stages"]["split"]
     assert (len(split["train"]), len(split["val"]), len(split["heldout"])) == (6, 3, 3)
@@ -64,17 +65,17 @@ def test_fit_runs_every_stage_and_a_rerun_skips_them(tmp_path, capsys):
     assert "| tuned vs untuned |" in report and "| tune |" in report and (out / "report.json").is_file()
 
     calls = len(lm.history)
-    again = run_fit(args, config, LMRoles.from_lms(lm))  # a killed or finished fit: done stages are skipped
+    again = fit(args, config, LMRoles.from_lms(lm)).state  # a killed or finished fit: done stages are skipped
     assert len(lm.history) == calls and again["stages"] == state["stages"]
     assert "skipped" in capsys.readouterr().err
 
 
 def test_fit_refuses_another_fit_in_the_same_directory(tmp_path):
     args, config = fit_args(tmp_path)
-    run_fit(args, config, LMRoles.from_lms(DummyLM(dict(REPLIES))))
-    args, config = fit_args(tmp_path, "--trials", "3")
+    fit(args, config, LMRoles.from_lms(DummyLM(dict(REPLIES))))
+    args, config = fit_args(tmp_path, trials=3)
     with pytest.raises(HyporagError, match="holds a fit with other settings"):
-        run_fit(args, config, LMRoles.from_lms(DummyLM(dict(REPLIES))))
+        fit(args, config, LMRoles.from_lms(DummyLM(dict(REPLIES))))
 
 
 def test_project_file_settings_and_flags_on_top(tmp_path, monkeypatch):
@@ -89,9 +90,28 @@ def test_project_file_settings_and_flags_on_top(tmp_path, monkeypatch):
         run_config(build_parser().parse_args(["eval"]))
 
 
+def test_each_command_reads_its_own_table_of_the_project_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hyporag.toml").write_text('dataset = "dev.jsonl"\nbudget = 3\n\n[fit]\ntrials = 3\nout = "fits/a"\n'
+                                           'budget = 4\nsplits = [0.6, 0.2, 0.2]\n\n[eval]\nout = "runs/e"\n')
+    config, settings = load_settings(build_parser().parse_args(["fit", "--method", "chr"]), FitSettings)
+    assert (settings.trials, settings.out, settings.splits, settings.method) == (3, "fits/a", (0.6, 0.2, 0.2), "chr")
+    assert config.program_settings["budget"] == 4 and config.dataset == "dev.jsonl"  # the table over the top level
+    config, settings = load_settings(build_parser().parse_args(["fit", "--trials", "5", "--out", "x"]), FitSettings)
+    assert (settings.trials, settings.out) == (5, "x")  # flags over the table
+    assert run_config(build_parser().parse_args(["eval"])).out == "runs/e"
+    for text, message in (('trials = 3\n', "trials is a setting of tune and fit; put it under \\[tune\\]"),
+                          ('[fitt]\ntrials = 3\n', "unknown table \\[fitt\\]"),
+                          ('[fit]\ntrails = 3\n', "\\[fit\\]: unknown setting 'trails'"),
+                          ('[fit]\ntrials = "3"\n', "\\[fit\\]: trials must be int")):
+        (tmp_path / "hyporag.toml").write_text(text)
+        with pytest.raises(HyporagError, match=message):
+            load_settings(build_parser().parse_args(["fit"]), FitSettings)
+
+
 def test_a_rerun_after_an_edited_gold_is_refused_not_answered_from_old_stages(tmp_path):
     args, config = fit_args(tmp_path)
-    run_fit(args, config, LMRoles.from_lms(SharedDummyLM(dict(REPLIES))))
+    fit(args, config, LMRoles.from_lms(SharedDummyLM(dict(REPLIES))))
     args, config = fit_args(tmp_path)  # (writes dev.jsonl afresh) the same settings; then one gold is edited
     dataset = tmp_path / "dev.jsonl"
     rows = [json.loads(line) for line in dataset.read_text().splitlines()]
@@ -99,14 +119,14 @@ def test_a_rerun_after_an_edited_gold_is_refused_not_answered_from_old_stages(tm
     write_jsonl(dataset, rows)
     lm = SharedDummyLM(dict(REPLIES))
     with pytest.raises(HyporagError, match="the questions of .*dev.jsonl have changed since this fit"):
-        run_fit(args, config, LMRoles.from_lms(lm))
+        fit(args, config, LMRoles.from_lms(lm))
     assert not lm.history
 
 
 def test_fit_checks_every_split_fits_the_context_before_the_first_stage(tmp_path):
-    args, config = fit_args(tmp_path, "--context-tokens", "40")
+    args, config = fit_args(tmp_path, {"context_tokens": 40})
     lm = SharedDummyLM(dict(REPLIES))
     with pytest.raises(HyporagError, match="dev.jsonl:\\d+: .*answer prompt needs up to about \\d+ tokens, the "
                                            "model's context is 40"):
-        run_fit(args, config, LMRoles.from_lms(lm))
+        fit(args, config, LMRoles.from_lms(lm))
     assert not lm.history

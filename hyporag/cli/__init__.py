@@ -1,0 +1,77 @@
+"""`hyporag` command line: a thin shell that parses flags into the library's typed settings and calls the job.
+
+Each command is one module here, owning its parser (`add_parser`) and its call (`run`). User errors (bad files,
+unknown names, mismatched indexes) print one line and exit 2; `--debug` shows tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import sys
+
+from hyporag.cli import ask, compile_prompts, data, demo, evaluate, fit, index, report, reproduce, tune
+from hyporag.cli.common import load_settings
+from hyporag.errors import DiskFullError, HyporagError
+from hyporag.run_config import PROJECT_FILE, RunConfig
+
+MODULES = (data, index, ask, evaluate, report, compile_prompts, tune, fit, reproduce, demo)
+COMMANDS = {"list": data.run, "build": index.run, "ask": ask.run, "eval": evaluate.run, "report": report.run,
+            "compile": compile_prompts.run, "tune": tune.run, "fit": fit.run, "reproduce": reproduce.run,
+            "demo": demo.run}
+NEEDS_CONFIG = {"list", "build", "ask", "report", "demo"}  # the others build their own typed settings
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hyporag", description=__doc__)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--config", help=f"project file (default ./{PROJECT_FILE} when it exists)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module in MODULES:
+        module.add_parser(sub)
+    return parser
+
+
+def run_config(args: argparse.Namespace) -> RunConfig:
+    """The run's shared settings: defaults < project file (its top level, then the command's table) < flags."""
+    return load_settings(args)[0]
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    key = getattr(args, "data_command", None) or getattr(args, "index_command", None) or args.command
+    if key in NEEDS_CONFIG:
+        return COMMANDS[key](args, run_config(args))
+    return COMMANDS[key](args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        return _dispatch(args)
+    except HyporagError as exc:
+        if args.debug:
+            raise
+        print(f"hyporag: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:  # `hyporag data list | head`: the reader left, which is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:
+        from dspy.utils.exceptions import LMError
+
+        if not args.debug and isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            print(f"hyporag: error: {exc.filename or 'a file'}: disk full while writing ({exc.strerror}); free space "
+                  "and re-run the same command (finished work is kept)", file=sys.stderr)
+            return DiskFullError.exit_code
+        if args.debug or not isinstance(exc, LMError):
+            raise
+        from hyporag.programs.lm import explain_lm_error
+
+        print(f"hyporag: error: LM backend: {explain_lm_error(exc)}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("hyporag: interrupted; re-run the same command to resume", file=sys.stderr)
+        return 130
+

@@ -1,0 +1,45 @@
+"""`hyporag fit --dataset my_dev.csv --corpus my_corpus.jsonl --method chr --out artifacts/my-chr`."""
+
+from __future__ import annotations
+
+import argparse
+
+from hyporag.cli.common import add_model_and_program_args, add_optimizer_args, add_run_args, load_settings
+from hyporag.errors import HyporagError
+from hyporag.jobs.fit import fit
+from hyporag.jobs.settings import FitSettings
+
+
+def add_parser(sub) -> None:
+    opt = sub.add_parser("fit", help="index, split, tune, compile, freeze and evaluate a program for a new domain")
+    add_model_and_program_args(opt)
+    add_run_args(opt, "dev set to split (default medqa-dev); never a test split")
+    opt.add_argument("--method", help="method to fit (implied by --program)")
+    opt.add_argument("--metric", choices=("accuracy", "dur", "combined"), help="default accuracy")
+    opt.add_argument("--allow-test", action="store_const", const=True, help="permit fitting on a test split (don't)")
+    opt.add_argument("--program", help="start from a frozen artifact directory")
+    opt.add_argument("--out", help="the fit directory to write (its artifact is <out>/artifact)")
+    add_optimizer_args(opt, "prompts")
+    add_optimizer_args(opt, "study")
+    opt.add_argument("--splits", help="train,validation,held-out fractions (seeded; default 0.5,0.25,0.25)")
+    opt.add_argument("--skip-prompts", action="store_true", help="tune the numbers only (no teleprompter stage)")
+
+
+def _splits(text: str | None) -> tuple[float, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise HyporagError(f"--splits {text!r}: give three fractions, e.g. 0.5,0.25,0.25") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    splits = _splits(args.splits)
+    args.splits = None  # parsed above: the typed value goes in below
+    config, settings = load_settings(args, FitSettings, {"splits": splits})
+    if args.skip_prompts:
+        settings = settings.replace(optimizer=None)
+    result = fit(settings, config)
+    print((result.out / "report.md").read_text(encoding="utf-8"))
+    return 0

@@ -1,0 +1,38 @@
+"""`hyporag tune`: λ / schedule / k / merge / retriever by a resumable Optuna study, the best frozen."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hyporag.cli.common import add_optimizer_args, add_split_args, load_settings
+from hyporag.jobs.settings import TuneSettings
+from hyporag.jobs.tune import study_summary, tune
+
+
+def add_parser(sub) -> None:
+    opt = sub.add_parser("tune", help="tune λ / schedule / k / merge / retriever with a resumable Optuna study")
+    add_split_args(opt)
+    add_optimizer_args(opt, "study")
+    opt.add_argument("--heartbeat", type=int, help="RDB storages: seconds between a worker's heartbeats; a trial "
+                     "silent for 3 heartbeats is failed and re-queued once (default 10)")
+    opt.add_argument("--study", required=True)
+    opt.add_argument("--report", action="store_true", help="print the best trials and write history/importance PNGs")
+
+
+def run(args: argparse.Namespace) -> int:
+    config, settings = load_settings(args, TuneSettings)
+    if args.report:
+        for row in study_summary(settings, config):
+            print(f"trial {row['trial']:>3}  {row['value']:.3f}  {row['params']}")
+        print(f"plots: runs/studies/{settings.study}-history.png, runs/studies/{settings.study}-importance.png")
+        return 0
+    result = tune(settings, config)
+    if result.failed:
+        print(f"{result.failed} trial(s) failed with every question erroring (their first error is shown above)",
+              file=sys.stderr)
+    print(f"best trial {result.best_trial}: {settings.metric} {result.best_value:.3f} with {result.best_params}; "
+          f"this run {result.seconds:.0f} s, {result.lm_calls} LM calls (cache hits not counted)")
+    if result.artifact:
+        print(f"frozen best trial to {result.artifact}")
+    return 0

@@ -1,0 +1,142 @@
+"""`hyporag.evaluate`: methods (or a frozen program, or programs you built) side by side, resumable, as a call.
+
+    report = hyporag.evaluate(RunConfig(dataset="mmlu-med-dev", methods="cot,rag,chr", limit=20, out="runs/x"))
+    report.accuracy("chr"), report.out / "summary.md"
+
+`roles` may be LMRoles or one `dspy.LM` for every role; `examples` (dspy.Examples with question, options,
+answer) replace the run's dataset; `programs` (name -> a built program) replace its methods.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hyporag.builders import (
+    artifact_config,
+    build_program,
+    build_retriever,
+    build_roles,
+    fit_to_context,
+    load_frozen,
+    select_examples,
+)
+from hyporag.errors import HyporagError
+from hyporag.jobs.settings import EvalSettings
+from hyporag.run_config import RunConfig
+
+
+@dataclass
+class EvalReport:
+    """What an evaluation wrote and found: the report (as summary.json holds it), its directory, the dataset size,
+    and the methods below a `fail_under` bar."""
+
+    out: Path
+    report: dict[str, Any]
+    dataset_size: int
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def methods(self) -> list[dict[str, Any]]:
+        return self.report["methods"]
+
+    def summary(self, method: str) -> dict[str, Any]:
+        for summary in self.methods:
+            if summary["method"] == method:
+                return summary
+        raise KeyError(f"no method {method!r} in this run ({', '.join(s['method'] for s in self.methods)})")
+
+    def accuracy(self, method: str) -> float:
+        return self.summary(method)["accuracy"]
+
+
+def as_roles(roles, config: RunConfig):
+    """LMRoles as given, one dspy.LM for every role, or (None) the run's LM specs."""
+    from hyporag.programs.lm import LMRoles
+
+    if roles is None:
+        return build_roles(config)
+    return roles if isinstance(roles, LMRoles) else LMRoles.from_lms(roles)
+
+
+def evaluate(run: RunConfig, settings: EvalSettings | None = None, roles=None, examples: Sequence | None = None,
+             programs: Mapping[str, Any] | None = None, progress: bool = True) -> EvalReport:
+    """Evaluate and report; an interrupted call re-run with the same settings resumes question by question."""
+    from hyporag.eval import runner
+    from hyporag.eval.ci_gate import check_bars, refuse_unknown_bars, write_junit, write_junit_error
+    from hyporag.programs.judge import ContextJudge
+
+    settings = settings or EvalSettings()
+    dataset_name = run.dataset or ("examples" if examples is not None else None)
+    if dataset_name is None:
+        raise HyporagError("eval: give --dataset (a benchmark name or a .jsonl/.csv path), or set it in hyporag.toml")
+    suite = f"hyporag-eval-{Path(dataset_name).stem}"
+    try:
+        examples, where, source, size = _questions(run, examples)
+        if run.program:
+            run = artifact_config(run)
+        roles = as_roles(roles, run)
+        if programs is not None:
+            programs = dict(programs)
+            retriever = next((p.retriever for p in programs.values() if getattr(p, "retriever", None)), None)
+        elif run.program:
+            frozen = load_frozen(run, roles)
+            retriever, programs = frozen.retriever, {f"{frozen.method}@{Path(run.program).name}": frozen}
+        else:
+            from hyporag.programs.registry import method_entry
+
+            uses = [method_entry(m).program.uses_retrieval for m in run.method_list]
+            retriever = build_retriever(run, any(uses))
+            programs = {m: build_program(m, run, retriever, roles) for m in run.method_list}
+        if settings.fail_under:
+            refuse_unknown_bars(settings.fail_under, list(programs))
+        planned = len(examples)
+        examples, context_check = fit_to_context(examples, where, programs, roles, run)
+        if not examples:
+            raise HyporagError(f"{dataset_name}: no question fits the context of {roles.answer.spec}")
+        out = Path(run.out or Path("runs") / Path(dataset_name).stem)
+        # what the programs really run with (a --program brings its own budget and answer step, not the flags')
+        recorded = {"dataset": dataset_name, "dataset_source": source, "n": len(examples), "seed": run.seed,
+                    "methods": list(programs), "lms": roles.specs(), "lm_identities": roles.identities(),
+                    "adapters": roles.adapters(),
+                    "budget": _shared(programs, "budget"), "reasoning": _shared(programs, "reasoning"),
+                    "retriever": getattr(retriever, "mode", None), "dur": run.dur,
+                    "index_fingerprint": getattr(retriever, "fingerprint", None),
+                    "program": {m: p.settings() for m, p in programs.items()},
+                    "effective": {m: p.effective_settings() for m, p in programs.items()},
+                    "skipped_too_long": planned - len(examples), "context_check": context_check}
+        judge = ContextJudge(roles.judge) if run.dur else None
+        report = runner.run_evaluation(programs, examples, out, recorded, threads=run.threads, judge=judge,
+                                       progress=progress, debug=run.debug)
+    except (HyporagError, KeyboardInterrupt) as exc:
+        if settings.junit:  # every outcome writes the file: an older one must never stand for this run
+            code = 130 if isinstance(exc, KeyboardInterrupt) else exc.exit_code
+            write_junit_error(settings.junit, suite, str(exc) or "interrupted", code)
+        raise
+    if settings.junit:
+        write_junit(settings.junit, report["methods"], settings.fail_under, suite=suite)
+    return EvalReport(out, report, size, check_bars(report["methods"], settings.fail_under))
+
+
+def _questions(run: RunConfig, examples: Sequence | None) -> tuple[list, Any, str, int]:
+    """(the questions to run, where each came from, the source, the dataset's size)."""
+    if examples is not None:
+        chosen = select_examples(list(examples), run.limit, run.seed)
+        return chosen, lambda example: f"example {example.get('id', '?')}", "examples given in Python", len(examples)
+    from hyporag.eval.datasets import load_benchmark
+
+    loaded = load_benchmark(run.dataset, run.data_dir, skip_bad_rows=run.skip_bad_rows)
+    if loaded.skipped:
+        print(f"skipped {len(loaded.skipped)} bad rows (first: {loaded.skipped[0]})", file=sys.stderr)
+    return select_examples(loaded.examples, run.limit, run.seed), loaded.where, loaded.source, len(loaded.examples)
+
+
+def _shared(programs: dict, key: str):
+    """One setting across the run's programs: its value when they agree, else the value per method."""
+    values = {m: p.settings()[key] for m, p in programs.items()}
+    distinct = {json.dumps(v, sort_keys=True) for v in values.values()}
+    return next(iter(values.values())) if len(distinct) == 1 else values

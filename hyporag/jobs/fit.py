@@ -1,0 +1,172 @@
+"""`hyporag.fit`: index, split, tune, compile, freeze and evaluate a program for a new domain, stage by stage.
+
+    result = hyporag.fit(FitSettings(method="chr", out="artifacts/my-chr"),
+                         RunConfig(dataset="my_dev.csv", corpus="my_corpus.jsonl"))
+    result.heldout_accuracy, result.load()
+
+Each finished stage is recorded in `<out>/fit.json` (optimizers.fit), so a killed fit re-run skips what is done.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hyporag.builders import artifact_config, build_program, build_retriever, fit_to_context
+from hyporag.errors import HyporagError
+from hyporag.jobs.evaluate import as_roles
+from hyporag.jobs.optimizing import make_metric_for, reflection_lm, tune_modes
+from hyporag.jobs.settings import FitSettings
+from hyporag.run_config import RunConfig
+
+
+@dataclass
+class FitResult:
+    """The fit directory, its stages (fit.json's content) and the frozen artifact."""
+
+    out: Path
+    state: dict[str, Any]
+
+    @property
+    def artifact(self) -> Path:
+        return self.out / "artifact"
+
+    @property
+    def heldout_accuracy(self) -> dict[str, float]:
+        """Accuracy of rag, the untuned and the tuned program on the held-out split."""
+        return self.state["stages"]["evaluate"]["accuracy"]
+
+    def load(self, roles=None, run: RunConfig | None = None):
+        from hyporag.jobs.program import load_program
+
+        return load_program(self.artifact, roles=roles, run=run)
+
+
+def _plan(settings: FitSettings, run: RunConfig, method: str, questions: str):
+    from hyporag.optimizers.fit import FitPlan
+
+    return FitPlan(method=method, dataset=run.dataset, out=str(settings.out), fractions=tuple(settings.splits),
+                   trials=settings.trials, optimizer=settings.optimizer, metric=settings.metric, seed=run.seed,
+                   max_demos=settings.max_demos,
+                   program_settings=tuple(sorted((k, json.dumps(v)) for k, v in run.program_settings.items())),
+                   questions=questions)
+
+
+def fit(settings: FitSettings, run: RunConfig | None = None, roles=None) -> FitResult:
+    """All stages (those finished before are skipped); returns the fit directory and its record."""
+    from hyporag.eval.datasets import load_benchmark
+    from hyporag.eval.runner import run_evaluation
+    from hyporag.jobs.fit_report import write_fit_report
+    from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest, save_artifact
+    from hyporag.optimizers.compile import compile_program
+    from hyporag.optimizers.fit import FitState, questions_fingerprint, run_stage, three_way_split
+    from hyporag.optimizers.splits import refuse_test_split
+    from hyporag.optimizers.tune import best_program, open_study, run_study, variant
+    from hyporag.programs.registry import method_entry
+
+    run = run or RunConfig()
+    if not run.dataset or not settings.out:
+        raise HyporagError("fit needs --dataset (your dev set) and --out (the artifact directory to write)")
+    method = read_artifact_manifest(run.program)["method"] if run.program else settings.method
+    if not method:
+        raise HyporagError("give --method (or --program)")
+    if run.program:
+        run = artifact_config(run)
+    roles = as_roles(roles, run)
+    uses_retrieval = method_entry(method).program.uses_retrieval
+    refuse_test_split(run.dataset, settings.allow_test)
+    loaded = load_benchmark(run.dataset, run.data_dir, skip_bad_rows=run.skip_bad_rows)
+    examples = loaded.examples[: run.limit] if run.limit else loaded.examples
+    out = Path(settings.out)
+    if out.exists() and not out.is_dir():
+        raise HyporagError(f"{out}: is a file, not a directory; give --out a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    state = FitState(out, _plan(settings, run, method, questions_fingerprint(examples)))
+    log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+
+    opened: dict = {}
+
+    def index() -> dict:  # builds the index when missing, so its time is this stage's
+        opened["retriever"] = build_retriever(run, uses_retrieval)
+        found = opened["retriever"]
+        return {"summary": f"{getattr(found, 'mode', 'no')} index", "index_dir": str(getattr(found, "directory", "")),
+                "fingerprint": getattr(found, "fingerprint", None)}
+
+    run_stage(state, "index", index, log)
+    retriever = opened.get("retriever") or build_retriever(run, uses_retrieval)
+    parts = three_way_split(examples, state.plan.fractions, run.seed)
+    split = run_stage(state, "split", lambda: {
+        "summary": " / ".join(f"{len(v)} {k}" for k, v in parts.items()),
+        **{k: [e.id for e in v] for k, v in parts.items()}}, log)
+    by_id = {e.id: e for e in examples}
+    train, val, heldout = ([by_id[i] for i in split[k]] for k in ("train", "val", "heldout"))
+    metric = make_metric_for(settings.metric, roles)
+    # on the index opened above (loading a --program through base_program would open it a second time)
+    untuned = (load_artifact(run.program, retriever, roles) if run.program
+               else build_program(method, run, retriever, roles))
+    # the check eval and ask run: a question whose answer prompt cannot fit is refused (or skipped) before any LM
+    # call here too, or the frozen program would be refused question by question afterwards
+    checked = {method: untuned, "rag": build_program("rag", run, retriever, roles)}
+    kept, _ = fit_to_context(train + val + heldout, loaded.where, checked, roles, run)
+    kept_ids = {e.id for e in kept}
+    train, val, heldout = ([e for e in part if e.id in kept_ids] for part in (train, val, heldout))
+    tuned_dir, compiled_dir, final_dir = out / "stages" / "tuned", out / "stages" / "compiled", out / "artifact"
+
+    def tune() -> dict:
+        study = open_study("fit", settings.storage or str(out / "study.journal"), run.seed, out)
+        modes = tune_modes(untuned, settings.modes)
+        run_study(study, untuned.config, lambda c: variant(untuned, roles, c), val, metric, modes, settings.trials,
+                  threads=run.threads, log=log, default_mode=getattr(retriever, "mode", None))
+        best, program = best_program(study, untuned, roles, modes)
+        save_artifact(tuned_dir, program, retriever, roles.specs(), {"optimizer": {"name": "optuna-tpe"}})
+        return {"summary": f"best trial {best.number} of {len(study.trials)}: {best.value:.3f}",
+                "best_params": best.params, "validation": best.value}
+
+    tuned = run_stage(state, "tune", tune, log)
+
+    def compile_prompts() -> dict:
+        start = load_artifact(tuned_dir, retriever, roles)
+        if state.plan.optimizer is None:
+            save_artifact(compiled_dir, start, retriever, roles.specs(), {"optimizer": {"name": "none"}})
+            return {"summary": "skipped (no prompt optimizer)", "before": tuned["validation"],
+                    "after": tuned["validation"]}
+        result = compile_program(start, train, val, state.plan.optimizer, metric, roles, auto=settings.auto,
+                                 max_demos=settings.max_demos, seed=run.seed, threads=run.threads,
+                                 max_metric_calls=settings.max_metric_calls,
+                                 reflection_lm=reflection_lm(settings.reflection_lm, run))
+        save_artifact(compiled_dir, result.program, retriever, roles.specs(), {"optimizer": result.settings})
+        return {"summary": f"{state.plan.optimizer}: validation {result.before:.3f} -> {result.after:.3f}",
+                "before": result.before, "after": result.after, "settings": result.settings}
+
+    compiled = run_stage(state, "compile", compile_prompts, log)
+
+    def freeze() -> dict:
+        program = load_artifact(compiled_dir, retriever, roles)
+        save_artifact(final_dir, program, retriever, roles.specs(), {
+            "optimizer": {"name": f"optuna-tpe+{state.plan.optimizer or 'none'}", "best_params": tuned["best_params"],
+                          "teleprompter": compiled.get("settings")},
+            "metric": settings.metric, "splits": {"dataset": run.dataset, "seed": run.seed,
+                                                  **{k: len(split[k]) for k in ("train", "val", "heldout")}},
+            "validation": {"tuned": tuned["validation"], "compiled": compiled["after"]},
+            "cost": {stage: {k: state.done(stage)[k] for k in ("seconds", "lm_calls")} for stage in
+                     ("tune", "compile")}})
+        return {"summary": f"frozen to {final_dir}", "artifact": str(final_dir)}
+
+    run_stage(state, "freeze", freeze, log)
+
+    def evaluate_heldout() -> dict:
+        frozen = load_artifact(final_dir, retriever, roles)
+        programs = {"rag": build_program("rag", run, retriever, roles), "untuned": untuned, "tuned": frozen}
+        report = run_evaluation(programs, heldout, out / "heldout", {"dataset": run.dataset, "n": len(heldout),
+                                "methods": list(programs), "lms": roles.specs(), "fit": str(out)},
+                                threads=run.threads)
+        accuracy = {s["method"]: s["accuracy"] for s in report["methods"]}
+        return {"summary": ", ".join(f"{m} {a:.3f}" for m, a in accuracy.items()) + f" on {len(heldout)} held-out",
+                "accuracy": accuracy}
+
+    run_stage(state, "evaluate", evaluate_heldout, log)
+    run_stage(state, "report", lambda: write_fit_report(out, state), log)
+    return FitResult(out, state.data)

@@ -1,0 +1,85 @@
+"""What `compile`, `tune` and `fit` share: the questions an optimizer sees, the metric, the program to start from."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hyporag.builders import build_program, build_retriever, lm_build_kwargs, load_frozen, select_examples
+from hyporag.errors import ConfigError, HyporagError
+from hyporag.jobs.settings import SplitSettings
+from hyporag.run_config import RunConfig
+
+
+def optimizer_splits(settings: SplitSettings, run: RunConfig, examples: Sequence | None = None):
+    """(train, validation, a record of the split): explicit sets, or a seeded split of the run's dataset (or of
+    `examples`); a test split is refused unless `allow_test`."""
+    from hyporag.eval.datasets import load_benchmark
+    from hyporag.optimizers.splits import refuse_test_split, split_train_val
+
+    if settings.trainset:
+        for name in (settings.trainset, settings.valset):
+            refuse_test_split(name, settings.allow_test)
+        train = load_benchmark(settings.trainset, run.data_dir).examples
+        val = load_benchmark(settings.valset, run.data_dir).examples
+        if settings.trainset == settings.valset:
+            raise HyporagError("--trainset and --valset are the same set: give disjoint splits")
+        return train, val, {"train": settings.trainset, "val": settings.valset, "train_size": len(train),
+                            "val_size": len(val)}
+    if examples is None:
+        dataset = run.dataset or "medqa-dev"
+        refuse_test_split(dataset, settings.allow_test)
+        examples = load_benchmark(dataset, run.data_dir).examples
+    else:
+        dataset = run.dataset or "examples"
+    chosen = select_examples(list(examples), run.limit, run.seed)
+    train, val = split_train_val(chosen, settings.val_fraction, run.seed)
+    return train, val, {"dataset": dataset, "val_fraction": settings.val_fraction, "seed": run.seed,
+                        "limit": run.limit, "train_size": len(train), "val_size": len(val)}
+
+
+def make_metric_for(name: str, roles):
+    from hyporag.eval.metric_fns import make_metric
+    from hyporag.programs.judge import ContextJudge
+
+    return make_metric(name, ContextJudge(roles.judge) if name != "accuracy" else None)
+
+
+def base_program(method: str | None, run: RunConfig, roles, program=None):
+    """The program to optimize: one given, a frozen artifact (the run's --program, implying its method) or a fresh
+    `method` on the run's index."""
+    if program is not None:
+        return program
+    if run.program:
+        return load_frozen(run, roles)
+    if not method:
+        raise HyporagError("give --method (or --program, a frozen artifact to start from)")
+    from hyporag.programs.registry import method_entry
+
+    return build_program(method, run, build_retriever(run, method_entry(method).program.uses_retrieval), roles)
+
+
+def reflection_lm(spec: str | None, run: RunConfig):
+    """The LM that writes new instructions (GEPA's reflection, MIPROv2's prompt model), or None for the default."""
+    if not spec:
+        return None
+    from hyporag.programs.lm import build_lm
+
+    # a new instruction is free text, longer than any field the task LMs write
+    return build_lm(spec, **{**lm_build_kwargs(run), "max_tokens": max(run.max_tokens, 1024)})
+
+
+def tune_modes(program, requested: str | None) -> list[str]:
+    """The retriever modes a study may pick: those the index holds, narrowed by `requested` ("bm25,dense")."""
+    available = [m for m in ("bm25", "dense", "hybrid") if mode_available(program.retriever, m)]
+    modes = [m for m in (requested.split(",") if requested else available) if m in available]
+    if not modes:
+        raise HyporagError(f"none of the requested retriever modes are in the index (it has {', '.join(available)})")
+    return modes
+
+
+def mode_available(retriever, mode: str) -> bool:
+    try:
+        retriever._check(mode)
+    except ConfigError:
+        return False
+    return True

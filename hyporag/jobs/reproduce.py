@@ -1,0 +1,85 @@
+"""`hyporag.reproduce`: rerun one of the papers' tables with your LMs and set it beside the paper's.
+
+Each grid cell (a dataset under one of the table's settings) is an ordinary evaluation in its own results
+directory, so an interrupted table resumes cell by cell and question by question, and `hyporag report` reads any
+cell. The table itself is redrawn from the cells' reports into `<out>/<table>/table.md` and `table.json`.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from hyporag.atomic import write_json_atomic, write_text_atomic
+from hyporag.errors import ConfigError
+from hyporag.eval.paper_tables import TABLES, PaperTable, paper, table
+from hyporag.eval.reproduce_report import Cell, markdown
+from hyporag.jobs.evaluate import evaluate
+from hyporag.jobs.settings import ReproduceSettings
+from hyporag.run_config import DEFAULT_CORPUS, RunConfig
+
+
+@dataclass
+class ReproduceResult:
+    root: Path  # <out>/<table>/: table.md, table.json and one results directory per cell
+    table: str  # the markdown table, ours beside the paper's
+    cells: list[Cell]
+
+
+def list_tables() -> str:
+    lines = []
+    for t in TABLES.values():
+        settings = paper(t.paper)["settings"]
+        variants = ", ".join(v.label for v in t.variants)
+        lines.append(f"{t.name:12s} {t.title}")
+        lines.append(f"{'':12s} datasets {', '.join(t.datasets)}; methods {', '.join(t.methods)}; settings "
+                     f"{variants}; B={t.program_settings()['budget']} (paper: {settings.get('budget') or 'not held'})")
+        if t.needs:
+            lines.append(f"{'':12s} needs: {'; '.join(t.needs)}")
+    return "\n".join(lines)
+
+
+def _subset(chosen: tuple[str, ...] | None, allowed: tuple[str, ...], what: str, name: str) -> tuple[str, ...]:
+    if not chosen:
+        return allowed
+    strange = [x for x in chosen if x not in allowed]
+    if strange:
+        raise ConfigError(f"{name}: no {what} {', '.join(strange)} in this table (it has {', '.join(allowed)})")
+    return tuple(chosen)
+
+
+def cell_config(t: PaperTable, run: RunConfig, dataset: str, variant, methods: tuple[str, ...],
+                out: Path) -> RunConfig:
+    """A cell's run: the table's paper settings, then the variant's, then whatever the user set (which wins)."""
+    user_run = {k: getattr(run, k) for k in variant.run if k in run.sources}
+    return run.replace(
+        dataset=dataset, methods=",".join(methods), out=str(out), dur=t.dur or run.dur, program=None,
+        **{**variant.run, **user_run},
+        program_settings={**t.program_settings(), **variant.program, **run.program_settings})
+
+
+def reproduce(settings: ReproduceSettings, run: RunConfig | None = None, roles=None) -> ReproduceResult:
+    """Every cell of the table (resuming), then the table; `roles` serve every cell (default: the run's LMs)."""
+    run = run or RunConfig()
+    if not settings.table:
+        raise ConfigError("reproduce: name a table (hyporag reproduce --list shows them)")
+    t = table(settings.table)
+    datasets = _subset(settings.datasets, t.datasets, "dataset", t.name)
+    methods = _subset(settings.methods, t.methods, "method", t.name)
+    if t.kind in ("accuracy", "dur") and t.baseline not in methods:
+        methods = (t.baseline, *methods)  # the paired tests need the baseline on the same questions
+    root = Path(settings.out) / t.name
+    cells = []
+    for variant in t.variants:
+        for dataset in datasets:
+            out = root / f"{dataset}-{variant.label}"
+            print(f"reproduce {t.name}: {dataset} ({variant.label}) → {out}", file=sys.stderr)
+            result = evaluate(cell_config(t, run, dataset, variant, methods, out), roles=roles)
+            cells.append(Cell(dataset, variant.label, result.report, result.dataset_size))
+    text = markdown(t, cells, run.corpus or DEFAULT_CORPUS)
+    write_text_atomic(root / "table.md", text)
+    write_json_atomic(root / "table.json", {"table": t.name, "cells": [
+        {"dataset": c.dataset, "variant": c.variant, "dataset_size": c.dataset_size,
+         "results": str(root / f"{c.dataset}-{c.variant}")} for c in cells]})
+    return ReproduceResult(root, text, cells)

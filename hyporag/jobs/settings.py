@@ -1,0 +1,169 @@
+"""Typed settings of each job, in the style of the method configs: fields with defaults, checked on creation.
+
+A job is `hyporag.<job>(settings, run=RunConfig(...), ...)`. `RunConfig` holds what every job shares (data, LMs,
+index, seed, threads); these hold what one job adds. `from_dict` reads a project file's `[fit]`, `[tune]`, ...
+table (or any mapping), refusing an unknown key or a wrong-typed value naming where it came from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from hyporag.errors import ConfigError
+
+OPTIMIZERS = ("bootstrap", "bootstrap-rs", "mipro", "gepa")
+METRICS = ("accuracy", "dur", "combined")
+AUTO = ("light", "medium", "heavy")
+
+
+def _base(hint: Any) -> type:
+    """int for `int` and `int | None`, dict for `dict[str, float]`, ..."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    return typing.get_origin(hint) or hint
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    job: ClassVar[str] = "job"
+    CHOICES: ClassVar[dict[str, tuple]] = {}
+
+    def __post_init__(self) -> None:
+        for name, allowed in self.CHOICES.items():
+            value = getattr(self, name)
+            if value is not None and value not in allowed:
+                raise ConfigError(f"{self.job}: {name} must be one of {', '.join(allowed)}, got {value!r}")
+
+    @classmethod
+    def field_names(cls) -> set[str]:
+        return {f.name for f in fields(cls)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "settings", base: JobSettings | None = None):
+        """`base` (or the defaults) with `data` on top; `source` names where `data` came from in errors."""
+        hints = typing.get_type_hints(cls)
+        known = cls.field_names()
+        values = dataclasses.asdict(base) if base is not None else {}
+        for key, value in data.items():
+            key = key.replace("-", "_")
+            if key not in known:
+                raise ConfigError(f"{source}: {cls.job} has no setting {key!r} (it has {', '.join(sorted(known))})")
+            kind = _base(hints[key])
+            if value is not None and kind in (int, float, str, bool, tuple, dict):
+                ok = (isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float
+                      else isinstance(value, (list, tuple)) if kind is tuple
+                      else isinstance(value, int) and not isinstance(value, bool) if kind is int
+                      else isinstance(value, kind))
+                if not ok:
+                    raise ConfigError(f"{source}: {key} must be {kind.__name__}, got {value!r}")
+            values[key] = tuple(value) if isinstance(value, list) else value
+        try:
+            return cls(**values)
+        except TypeError as exc:
+            raise ConfigError(f"{source}: {cls.job}: {exc}") from None
+
+    def replace(self, **changes: Any):
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class EvalSettings(JobSettings):
+    """A CI gate on top of an evaluation: accuracy bars per method and a JUnit file."""
+
+    job: ClassVar[str] = "eval"
+    fail_under: dict[str, float] = field(default_factory=dict)  # method -> lowest passing accuracy
+    junit: str | None = None
+
+
+@dataclass(frozen=True)
+class SplitSettings(JobSettings):
+    """Which questions an optimizer sees: a split of the run's dataset, or explicit train and validation sets."""
+
+    method: str | None = None  # None: the run's --program's method
+    metric: str = "accuracy"
+    allow_test: bool = False
+    out: str | None = None  # the artifact directory to write
+    val_fraction: float = 0.3
+    trainset: str | None = None
+    valset: str | None = None
+
+    CHOICES: ClassVar[dict[str, tuple]] = {"metric": METRICS}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0 < self.val_fraction < 1:
+            raise ConfigError(f"{self.job}: val_fraction must be between 0 and 1, got {self.val_fraction}")
+        if bool(self.trainset) != bool(self.valset):
+            raise ConfigError(f"{self.job}: trainset and valset go together")
+
+
+@dataclass(frozen=True)
+class CompileSettings(SplitSettings):
+    job: ClassVar[str] = "compile"
+    optimizer: str = "bootstrap"
+    auto: str = "light"
+    max_demos: int = 2
+    max_metric_calls: int | None = None  # GEPA: program runs instead of an --auto preset
+    reflection_lm: str | None = None  # the LM writing new instructions (default: the hypothesis LM)
+
+    CHOICES: ClassVar[dict[str, tuple]] = {"metric": METRICS, "optimizer": OPTIMIZERS, "auto": AUTO}
+
+
+@dataclass(frozen=True)
+class TuneSettings(SplitSettings):
+    job: ClassVar[str] = "tune"
+    study: str = "hyporag"
+    trials: int = 20
+    storage: str | None = None  # journal file or RDB URL; default runs/studies/<study>.journal
+    modes: str | None = None  # retriever modes to search, e.g. "bm25,dense"
+    heartbeat: int = 10
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.trials < 0:  # 0: open the study and the index, run nothing (what a worker pool's setup does)
+            raise ConfigError(f"tune: trials must be 0 or more, got {self.trials}")
+
+
+@dataclass(frozen=True)
+class FitSettings(JobSettings):
+    job: ClassVar[str] = "fit"
+    out: str | None = None  # the fit directory (its artifact is <out>/artifact)
+    method: str | None = None
+    splits: tuple[float, float, float] = (0.5, 0.25, 0.25)
+    trials: int = 6
+    optimizer: str | None = "bootstrap"  # None: tune the numbers only
+    metric: str = "accuracy"
+    auto: str = "light"
+    max_demos: int = 2
+    max_metric_calls: int | None = None
+    reflection_lm: str | None = None
+    storage: str | None = None
+    modes: str | None = None
+    allow_test: bool = False
+
+    CHOICES: ClassVar[dict[str, tuple]] = {"metric": METRICS, "optimizer": OPTIMIZERS, "auto": AUTO}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if len(self.splits) != 3 or any(not isinstance(f, (int, float)) or f <= 0 for f in self.splits) \
+                or abs(sum(self.splits) - 1.0) > 1e-6:
+            raise ConfigError(f"fit: splits {self.splits}: give three positive fractions that add up to 1")
+        if self.trials < 1:
+            raise ConfigError(f"fit: trials must be 1 or more, got {self.trials}")
+
+
+@dataclass(frozen=True)
+class ReproduceSettings(JobSettings):
+    job: ClassVar[str] = "reproduce"
+    table: str | None = None
+    datasets: tuple[str, ...] | None = None  # None: the table's own
+    methods: tuple[str, ...] | None = None
+    out: str = "runs/reproduce"
+
+
+JOBS: dict[str, type[JobSettings]] = {s.job: s for s in (EvalSettings, CompileSettings, TuneSettings, FitSettings,
+                                                         ReproduceSettings)}

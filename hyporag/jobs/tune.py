@@ -1,0 +1,75 @@
+"""`hyporag.tune`: the numbers (λ and its schedule, k, merge, retriever mode) by a resumable Optuna study."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hyporag.builders import artifact_config
+from hyporag.jobs.evaluate import as_roles
+from hyporag.jobs.optimizing import base_program, make_metric_for, optimizer_splits, tune_modes
+from hyporag.jobs.settings import TuneSettings
+from hyporag.run_config import RunConfig
+
+STUDIES = Path("runs") / "studies"
+
+
+@dataclass
+class TuneResult:
+    """The best trial, the tuned program (a dspy.Module), and the artifact it was frozen to (when `out` is set)."""
+
+    best_value: float
+    best_params: dict[str, Any]
+    best_trial: int
+    trials: int
+    failed: int
+    seconds: float
+    lm_calls: int
+    program: Any
+    artifact: Path | None
+
+
+def tune(settings: TuneSettings, run: RunConfig | None = None, roles=None, program=None,
+         examples: Sequence | None = None) -> TuneResult:
+    """Run (or resume) the study on the validation split; several workers may share one `storage`."""
+    from hyporag.optimizers.artifact import save_artifact
+    from hyporag.optimizers.tune import best_program, open_study, run_study, variant
+    from hyporag.programs.cost import CostMeter
+
+    run = run or RunConfig()
+    if run.program:  # a frozen start point brings its own settings (protocol included) for the LMs too
+        run = artifact_config(run)
+    roles = as_roles(roles, run)
+    study = open_study(settings.study, settings.storage, run.seed, STUDIES, heartbeat=settings.heartbeat)
+    _, val, split = optimizer_splits(settings, run, examples)
+    metric = make_metric_for(settings.metric, roles)
+    probe = base_program(settings.method, run, roles, program)
+    modes = tune_modes(probe, settings.modes)
+    study.set_user_attr("method", probe.method)
+    meter = CostMeter()
+    with meter.step("tune"):
+        failed = run_study(study, probe.config, lambda c: variant(probe, roles, c), val, metric, modes,
+                           settings.trials, threads=run.threads, log=lambda m: print(m, file=sys.stderr),
+                           default_mode=getattr(probe.retriever, "mode", None))
+    cost = meter.roles["tune"]
+    best, tuned = best_program(study, probe, roles, modes)
+    if settings.out:
+        save_artifact(settings.out, tuned, tuned.retriever, roles.specs(), {
+            "optimizer": {"name": "optuna-tpe", "study": settings.study, "trials": len(study.trials),
+                          "seed": run.seed, "best_params": best.params},
+            "metric": settings.metric, "splits": split, "validation": {"after": best.value},
+            "cost": {"seconds": round(cost["seconds"], 1), "lm_calls": int(cost["calls"])}})
+    return TuneResult(best.value, best.params, best.number, len(study.trials), failed, cost["seconds"],
+                      int(cost["calls"]), tuned, Path(settings.out) if settings.out else None)
+
+
+def study_summary(settings: TuneSettings, run: RunConfig | None = None) -> list[dict[str, Any]]:
+    """The study's best trials (and its history/importance PNGs under runs/studies/), without running any."""
+    from hyporag.optimizers.tune import open_study, study_report
+
+    run = run or RunConfig()
+    study = open_study(settings.study, settings.storage, run.seed, STUDIES, heartbeat=settings.heartbeat)
+    return study_report(study, STUDIES)
