@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16, item 7: the paper protocol against fast with the embedded model, B = 3 and B = 5, on 60 MMLU-Med dev+val
+# The paper protocol against fast with the embedded model, B = 3 and B = 5, on 60 MMLU-Med dev+val
 # and 60 MedQA-US dev questions (tuning splits only). The slices grow ten questions at a time across all eight
 # settings, so a stop at any point leaves paired results on the same questions; every eval resumes its own rows.
 # Usage: bash bench/protocol_comparison.sh [OUT_ROOT=runs/protocols] [MAX=60] [STEP=10]

@@ -1,4 +1,4 @@
-"""Issue 18's A/B: the embedded model's prompts as JSONAdapter lays them out (`old`, today's) and as the lean adapter
+"""The adapter A/B: the embedded model's prompts as JSONAdapter lays them out (`old`, today's) and as the lean adapter
 does (`new`), side by side in one process on the same questions, every LM call fresh (DSPy's cache off).
 
 Question by question, old and new alternate which goes first, each running cot, rag, hcqr and chr (B = 3, fast

@@ -7,10 +7,10 @@ unknown names, mismatched indexes) print one line and exit 2; `--debug` shows tr
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import sys
 
+from hyporag.atomic import raise_if_disk_full
 from hyporag.cli import ask, compile_prompts, data, demo, evaluate, fit, index, report, reproduce, tune
 from hyporag.cli.common import load_settings
 from hyporag.errors import DiskFullError, HyporagError
@@ -61,10 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         from dspy.utils.exceptions import LMError
 
-        if not args.debug and isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            print(f"hyporag: error: {exc.filename or 'a file'}: disk full while writing ({exc.strerror}); free space "
-                  "and re-run the same command (finished work is kept)", file=sys.stderr)
-            return DiskFullError.exit_code
+        if not args.debug and isinstance(exc, OSError):
+            try:
+                raise_if_disk_full(exc, exc.filename or "a file")  # the one message atomic writes give too
+            except DiskFullError as full:
+                print(f"hyporag: error: {full}", file=sys.stderr)
+                return full.exit_code
         if args.debug or not isinstance(exc, LMError):
             raise
         from hyporag.programs.lm import explain_lm_error

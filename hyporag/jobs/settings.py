@@ -8,23 +8,16 @@ table (or any mapping), refusing an unknown key or a wrong-typed value naming wh
 from __future__ import annotations
 
 import dataclasses
-import types
 import typing
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from hyporag.errors import ConfigError
+from hyporag.programs.config import _base_type
 
 OPTIMIZERS = ("bootstrap", "bootstrap-rs", "mipro", "gepa")
 METRICS = ("accuracy", "dur", "combined")
 AUTO = ("light", "medium", "heavy")
-
-
-def _base(hint: Any) -> type:
-    """int for `int` and `int | None`, dict for `dict[str, float]`, ..."""
-    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        hint = next(a for a in typing.get_args(hint) if a is not type(None))
-    return typing.get_origin(hint) or hint
 
 
 @dataclass(frozen=True)
@@ -52,7 +45,7 @@ class JobSettings:
             key = key.replace("-", "_")
             if key not in known:
                 raise ConfigError(f"{source}: {cls.job} has no setting {key!r} (it has {', '.join(sorted(known))})")
-            kind = _base(hints[key])
+            kind = _base_type(hints[key])
             if value is not None and kind in (int, float, str, bool, tuple, dict):
                 ok = (isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float
                       else isinstance(value, (list, tuple)) if kind is tuple
