@@ -10,7 +10,7 @@ import json
 
 from retrieval_bench import per_query_ms  # same timing helper, same directory
 
-from hyporag.eval.datasets import load_benchmark
+from hyporag.questions.datasets import load_benchmark
 from hyporag.retrieval import default_index_dir, load_corpus, open_index
 from hyporag.retrieval.query import WeightedQuery
 

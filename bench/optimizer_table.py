@@ -12,9 +12,9 @@ import argparse
 import json
 from pathlib import Path
 
-from hyporag.eval.metrics import wilson_interval
-from hyporag.eval.paired import paired_comparison
+from hyporag.eval.mcnemar import paired_comparison
 from hyporag.eval.results_store import ROWS, latest_rows, read_rows
+from hyporag.eval.summary import wilson_interval
 
 VARIANTS = ("before", "optuna", "optuna-modes", "bootstrap", "gepa")
 

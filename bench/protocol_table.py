@@ -13,12 +13,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from hyporag.eval import analysis
-from hyporag.eval.metrics import summarize, wilson_interval
-from hyporag.eval.paired import paired_comparison
+from hyporag.eval import paper_analyses as analysis
+from hyporag.eval.mcnemar import paired_comparison
 from hyporag.eval.report import cell
 from hyporag.eval.results_store import latest_rows, read_rows
 from hyporag.eval.row import ResultRow, processed_of
+from hyporag.eval.summary import summarize, wilson_interval
 from hyporag.programs.protocol import PAPER, PROTOCOLS
 
 METHODS = ("cot", "rag", "rewrite", "hcqr", "chr")

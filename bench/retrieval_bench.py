@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from hyporag.atomic import write_json_atomic
-from hyporag.eval.datasets import load_benchmark
 from hyporag.eval.evidence import option_evidence
+from hyporag.questions.datasets import load_benchmark
 from hyporag.retrieval import default_index_dir, load_corpus, merge_to_budget, open_index
 from hyporag.retrieval.query import WeightedQuery
 

@@ -28,7 +28,7 @@ TIMING_FIELDS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_
 def question_set(demo: int, extra: int, seed: int) -> list[tuple[str, object]]:
     """The demo's questions (mmlu-med-dev, its seeded order) and `extra` more from mmlu-med-dev + mmlu-med-val."""
     from hyporag.builders import select_examples
-    from hyporag.eval.datasets import load_benchmark
+    from hyporag.questions.datasets import load_benchmark
 
     shown = select_examples(load_benchmark("mmlu-med-dev").examples, demo, seed)
     ids = {e.id for e in shown}

@@ -18,9 +18,9 @@ from dspy.utils.exceptions import LMAuthError, LMTransportError
 from hyporag.errors import BackendError, HyporagError
 from hyporag.eval.evidence import option_evidence
 from hyporag.eval.parallel import run_parallel
-from hyporag.eval.records import question_fingerprint
 from hyporag.eval.row import ResultRow, processed_of
-from hyporag.programs.lm import explain_lm_error
+from hyporag.lm.client import explain_lm_error
+from hyporag.questions.records import question_fingerprint
 
 
 def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction | None, seconds: float,

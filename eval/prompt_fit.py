@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import dspy
 
 from hyporag.errors import DataError
+from hyporag.lm.context_window import ContextWindow
 from hyporag.programs.answer_step import format_context
-from hyporag.programs.context_window import ContextWindow
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import format_options, with_letters
 

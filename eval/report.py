@@ -9,9 +9,9 @@ from pathlib import Path
 
 from hyporag.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from hyporag.errors import HyporagError
-from hyporag.eval import analysis
-from hyporag.eval.metrics import format_table, summarize
+from hyporag.eval import paper_analyses as analysis
 from hyporag.eval.results_store import ROWS, SETTINGS, latest_rows, read_rows
+from hyporag.eval.summary import format_table, summarize
 
 
 def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> dict:

@@ -15,10 +15,10 @@ import dspy
 
 from hyporag.errors import RunFailedError
 from hyporag.eval.evaluate import evaluate
-from hyporag.eval.records import question_fingerprint
 from hyporag.eval.report import write_report
 from hyporag.eval.results_store import ResultsStore
 from hyporag.eval.row import ResultRow
+from hyporag.questions.records import question_fingerprint
 
 
 def run_evaluation(programs: dict[str, Callable], examples: Sequence[dspy.Example], out_dir: str | Path,

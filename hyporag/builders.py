@@ -11,7 +11,7 @@ from hyporag.run_config import DEFAULT_CORPUS, RunConfig
 
 
 def build_roles(config: RunConfig):
-    from hyporag.programs.lm import LMRoles, configure_cache
+    from hyporag.lm.client import LMRoles, configure_cache
 
     configure_cache(enabled=not config.no_cache)
     return LMRoles.from_specs(config.lm, config.hypothesis_lm, config.answer_lm, config.judge_lm,
@@ -120,7 +120,7 @@ def fit_to_context(examples: list, where, programs: dict, roles, config: RunConf
     """The examples whose largest answer prompt fits the answer LM's window (refused or skipped otherwise), and a
     note of what was checked for the run's settings."""
     from hyporag.eval.prompt_fit import check_prompts_fit
-    from hyporag.programs.context_window import context_window
+    from hyporag.lm.context_window import context_window
 
     window = context_window(roles.answer.lm, config.context_tokens, config.api_base)
     report = check_prompts_fit(examples, where, programs, window, config.max_tokens, config.skip_bad_rows)

@@ -1,6 +1,6 @@
 """Prompt optimization with DSPy teleprompters: BootstrapFewShot(+RandomSearch), MIPROv2, GEPA.
 
-The metric comes from `hyporag.eval.metric_fns`, the same functions the evaluation harness reports, and the
+The metric comes from `hyporag.eval.dspy_metrics`, the same functions the evaluation harness reports, and the
 program is scored on the validation split before and after, so every compile states what it bought and at what
 cost (seconds, LM calls).
 """
@@ -14,8 +14,8 @@ from typing import Any
 import dspy
 
 from hyporag.errors import ConfigError
-from hyporag.eval.metric_fns import gepa_feedback
-from hyporag.programs.cost import CostMeter
+from hyporag.eval.dspy_metrics import gepa_feedback
+from hyporag.lm.cost import CostMeter
 
 OPTIMIZERS = ("bootstrap", "bootstrap-rs", "mipro", "gepa")
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from hyporag.atomic import write_json_atomic
 from hyporag.errors import HyporagError
-from hyporag.programs.cost import CostMeter
+from hyporag.lm.cost import CostMeter
 
 STAGES = ("index", "split", "tune", "compile", "freeze", "evaluate", "report")
 
@@ -46,7 +46,7 @@ class FitPlan:
 
 def questions_fingerprint(examples: list) -> str:
     """The contents of a question set, in order: what a fit's every stage was computed from."""
-    from hyporag.eval.records import question_fingerprint
+    from hyporag.questions.records import question_fingerprint
 
     joined = "\n".join(f"{e.id}:{question_fingerprint(e)}" for e in examples)
     return hashlib.sha256(joined.encode("utf-8")).hexdigest()[:16]

@@ -7,7 +7,7 @@ import random
 import dspy
 
 from hyporag.errors import HyporagError
-from hyporag.eval.datasets import is_test_split
+from hyporag.questions.datasets import is_test_split
 
 
 def refuse_test_split(name: str, allow_test: bool) -> None:

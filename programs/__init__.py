@@ -4,7 +4,6 @@ from hyporag.programs.base import MCQProgram
 from hyporag.programs.baselines import CoT, HyDE, Query2DocRAG, RerankRAG, Rewriting, SimpleRAG
 from hyporag.programs.chr import CHR
 from hyporag.programs.hcqr import HCQR
-from hyporag.programs.lm import LMRoles, build_lm
 from hyporag.programs.registry import METHODS, PAPER_METHODS, make_program
 
 __all__ = [
@@ -14,12 +13,10 @@ __all__ = [
     "PAPER_METHODS",
     "CoT",
     "HyDE",
-    "LMRoles",
     "MCQProgram",
     "Query2DocRAG",
     "RerankRAG",
     "Rewriting",
     "SimpleRAG",
-    "build_lm",
     "make_program",
 ]

@@ -12,11 +12,11 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from hyporag.errors import ConfigError
+from hyporag.lm.client import LMRoles
+from hyporag.lm.cost import CostMeter
 from hyporag.programs.answer_step import AnswerStep, format_context
 from hyporag.programs.config import ProgramConfig
-from hyporag.programs.cost import CostMeter
 from hyporag.programs.hypothesis import Hypothesis
-from hyporag.programs.lm import LMRoles
 from hyporag.programs.protocol import Protocol
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import format_options

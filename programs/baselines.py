@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from hyporag.lm.cost import CostMeter
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.config import ProgramConfig, flag
-from hyporag.programs.cost import CostMeter
 from hyporag.programs.hypothesis import Hypothesis
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.query import WeightedQuery

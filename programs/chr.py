@@ -13,9 +13,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from hyporag.lm.cost import CostMeter
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.config import ProgramConfig, flag
-from hyporag.programs.cost import CostMeter
 from hyporag.programs.hypothesis import Hypothesis, option_named_in
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.lambda_schedule import SCHEDULES, LambdaSchedule

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import dspy
 
 from hyporag.judge_labels import LABELS
+from hyporag.lm.cost import CostMeter
 from hyporag.programs.answer_step import format_context
-from hyporag.programs.cost import CostMeter
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import JudgeContextUtility, format_options
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from hyporag.lm.cost import CostMeter
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.config import ProgramConfig
-from hyporag.programs.cost import CostMeter
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.merge import merge_to_budget
 from hyporag.signatures import RephraseQuestion

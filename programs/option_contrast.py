@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from hyporag.errors import ConfigError
+from hyporag.lm.cost import CostMeter
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.config import ProgramConfig, flag
-from hyporag.programs.cost import CostMeter
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.merge import merge_to_budget
 from hyporag.retrieval.query import WeightedQuery

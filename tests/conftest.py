@@ -89,7 +89,7 @@ QUESTIONS = [
 
 @pytest.fixture
 def tiny_questions(tmp_path):
-    from hyporag.eval.records import load_records
+    from hyporag.questions.records import load_records
 
     return load_records(write_jsonl(tmp_path / "q.jsonl", QUESTIONS)).examples
 

@@ -8,7 +8,7 @@ import pytest
 
 from hyporag.cli import main
 from hyporag.errors import DataError
-from hyporag.eval.records import load_records
+from hyporag.questions.records import load_records
 from tests.conftest import QUESTIONS, write_jsonl
 
 ASK = ["ask", "--method", "cot", "--lm", "openai/none"]

@@ -8,12 +8,12 @@ import json
 import pytest
 
 from hyporag.cli import main
-from hyporag.eval.paper_tables import TABLES, figures, paper
 from hyporag.eval.report import build_report
 from hyporag.jobs import reproduce as reproduce_job
 from hyporag.jobs.evaluate import EvalReport
 from hyporag.programs.protocol import PAPER
 from hyporag.programs.registry import METHODS, method_config
+from hyporag.reproduction.paper_tables import TABLES, figures, paper
 
 
 def fake_rows(methods, n=10, judged=False):

@@ -18,12 +18,12 @@ SPEC, TOKENS = "local:smollm2-135m", 160
 
 
 def test_a_paper_program_runs_uncapped_and_answers_as_frozen(tmp_path):
-    from hyporag.eval.datasets import load_benchmark
     from hyporag.eval.runner import run_evaluation
+    from hyporag.lm.client import LMRoles
     from hyporag.optimizers.artifact import save_artifact
     from hyporag.programs import make_program
-    from hyporag.programs.lm import LMRoles
     from hyporag.programs.protocol import PAPER
+    from hyporag.questions.datasets import load_benchmark
     from hyporag.retrieval import build_index, load_corpus, open_index
 
     picked = load_benchmark("mmlu-med-dev").examples[:2]
@@ -34,7 +34,7 @@ def test_a_paper_program_runs_uncapped_and_answers_as_frozen(tmp_path):
     roles = LMRoles.from_specs(SPEC, local_adapter=PAPER.local_adapter, cap_outputs=PAPER.caps_engine_output,
                                max_tokens=TOKENS, cache=False)
     program = make_program("rag", retriever=retriever, roles=roles, budget=2, protocol=PAPER.name)
-    from hyporag.eval.records import load_records
+    from hyporag.questions.records import load_records
 
     questions = load_records(dataset).examples
     run_evaluation({"rag": program}, questions, tmp_path / "frozen-run", {"dataset": "q"}, progress=False)

@@ -1,5 +1,6 @@
-"""Imports run one way: base utilities < retrieval, signatures < programs (the judge among them) < eval <
-optimizers < the CLI and public API. A lower layer never imports a higher one, not even inside a function."""
+"""Imports run one way: base utilities < the LM client, question loading, retrieval, signatures < programs (the
+judge among them) < eval < optimizers, the papers' reproduction < the CLI and public API. A lower layer never
+imports a higher one, not even inside a function."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"signatures": "hyporag.signatures", "programs": "hyporag.programs", "retrieval": "hyporag.retrieval",
-           "eval": "hyporag.eval", "optimizers": "hyporag.optimizers", "hyporag": "hyporag"}
+           "eval": "hyporag.eval", "optimizers": "hyporag.optimizers", "lm": "hyporag.lm",
+           "questions": "hyporag.questions", "reproduction": "hyporag.reproduction", "hyporag": "hyporag"}
 BASE = {"errors", "paths", "atomic", "manifests", "processes", "hub", "judge_labels"}
-RANK = {"base": 0, "retrieval": 1, "signatures": 1, "programs": 2, "eval": 3, "optimizers": 4, "cli": 5}
+RANK = {"base": 0, "lm": 1, "questions": 1, "retrieval": 1, "signatures": 1, "programs": 2, "eval": 3, "optimizers": 4,
+        "reproduction": 4, "cli": 5}
 
 
 def layer(module: str) -> str:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from hyporag.cli import main
-from hyporag.programs.gguf import resolve_model_path
+from hyporag.lm.gguf import resolve_model_path
 from tests.conftest import SHARED
 from tests.llama_server import ALIAS, llama_server
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from hyporag.cli import main
-from hyporag.programs.gguf import DEFAULT_MODEL, resolve_model_path
+from hyporag.lm.gguf import DEFAULT_MODEL, resolve_model_path
 from tests.conftest import SHARED
 from tests.llama_server import ALIAS, free_port, llama_server
 
@@ -94,11 +94,11 @@ def test_over_long_question_is_refused_before_the_embedded_model_runs(tmp_path, 
 
 def test_token_counts_bound_what_llama_cpp_processes(tmp_path):
     """The pre-call check counts with the model's own tokenizer: never below what llama.cpp reports, and close."""
-    from hyporag.eval.datasets import load_benchmark
     from hyporag.eval.prompt_fit import PromptFit
+    from hyporag.lm.client import LMRoles
+    from hyporag.lm.context_window import context_window
     from hyporag.programs import make_program
-    from hyporag.programs.context_window import context_window
-    from hyporag.programs.lm import LMRoles
+    from hyporag.questions.datasets import load_benchmark
 
     roles = LMRoles.from_specs(cache=False)
     program = make_program("cot", roles=roles)

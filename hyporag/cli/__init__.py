@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                 return full.exit_code
         if args.debug or not isinstance(exc, LMError):
             raise
-        from hyporag.programs.lm import explain_lm_error
+        from hyporag.lm.client import explain_lm_error
 
         print(f"hyporag: error: LM backend: {explain_lm_error(exc)}", file=sys.stderr)
         return 3

@@ -25,7 +25,7 @@ def _describe_corpus(corpus) -> tuple[int, str]:
 
 
 def run(args: argparse.Namespace, config: RunConfig) -> int:
-    from hyporag.eval.datasets import BENCHMARKS, load_benchmark
+    from hyporag.questions.datasets import BENCHMARKS, load_benchmark
     from hyporag.retrieval.corpus import CORPORA, load_corpus
     from hyporag.retrieval.hub_corpus import HUB_CORPORA
 

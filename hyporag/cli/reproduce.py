@@ -6,9 +6,9 @@ import argparse
 
 from hyporag.cli.common import add_model_and_program_args, add_run_args, load_settings
 from hyporag.errors import ConfigError
-from hyporag.eval.paper_tables import TABLES
 from hyporag.jobs.reproduce import list_tables, reproduce
 from hyporag.jobs.settings import ReproduceSettings
+from hyporag.reproduction.paper_tables import TABLES
 
 
 def add_parser(sub) -> None:

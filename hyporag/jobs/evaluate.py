@@ -56,7 +56,7 @@ class EvalReport:
 
 def as_roles(roles, config: RunConfig):
     """LMRoles as given, one dspy.LM for every role, or (None) the run's LM specs."""
-    from hyporag.programs.lm import LMRoles
+    from hyporag.lm.client import LMRoles
 
     if roles is None:
         return build_roles(config)
@@ -127,7 +127,7 @@ def _questions(run: RunConfig, examples: Sequence | None) -> tuple[list, Any, st
     if examples is not None:
         chosen = select_examples(list(examples), run.limit, run.seed)
         return chosen, lambda example: f"example {example.get('id', '?')}", "examples given in Python", len(examples)
-    from hyporag.eval.datasets import load_benchmark
+    from hyporag.questions.datasets import load_benchmark
 
     loaded = load_benchmark(run.dataset, run.data_dir, skip_bad_rows=run.skip_bad_rows)
     if loaded.skipped:

@@ -57,7 +57,6 @@ def _plan(settings: FitSettings, run: RunConfig, method: str, questions: str):
 
 def fit(settings: FitSettings, run: RunConfig | None = None, roles=None) -> FitResult:
     """All stages (those finished before are skipped); returns the fit directory and its record."""
-    from hyporag.eval.datasets import load_benchmark
     from hyporag.eval.runner import run_evaluation
     from hyporag.jobs.fit_report import write_fit_report
     from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest, save_artifact
@@ -66,6 +65,7 @@ def fit(settings: FitSettings, run: RunConfig | None = None, roles=None) -> FitR
     from hyporag.optimizers.splits import refuse_test_split
     from hyporag.optimizers.tune import best_program, open_study, run_study, variant
     from hyporag.programs.registry import method_entry
+    from hyporag.questions.datasets import load_benchmark
 
     run = run or RunConfig()
     if not run.dataset or not settings.out:

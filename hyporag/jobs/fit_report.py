@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from hyporag.atomic import write_json_atomic, write_text_atomic
-from hyporag.eval.paired import paired_comparison
+from hyporag.eval.mcnemar import paired_comparison
 from hyporag.eval.results_store import latest_rows, read_rows
 from hyporag.eval.row import ResultRow
 

@@ -13,8 +13,8 @@ from hyporag.run_config import RunConfig
 def optimizer_splits(settings: SplitSettings, run: RunConfig, examples: Sequence | None = None):
     """(train, validation, a record of the split): explicit sets, or a seeded split of the run's dataset (or of
     `examples`); a test split is refused unless `allow_test`."""
-    from hyporag.eval.datasets import load_benchmark
     from hyporag.optimizers.splits import refuse_test_split, split_train_val
+    from hyporag.questions.datasets import load_benchmark
 
     if settings.trainset:
         for name in (settings.trainset, settings.valset):
@@ -38,7 +38,7 @@ def optimizer_splits(settings: SplitSettings, run: RunConfig, examples: Sequence
 
 
 def make_metric_for(name: str, roles):
-    from hyporag.eval.metric_fns import make_metric
+    from hyporag.eval.dspy_metrics import make_metric
     from hyporag.programs.judge import ContextJudge
 
     return make_metric(name, ContextJudge(roles.judge) if name != "accuracy" else None)
@@ -62,7 +62,7 @@ def reflection_lm(spec: str | None, run: RunConfig):
     """The LM that writes new instructions (GEPA's reflection, MIPROv2's prompt model), or None for the default."""
     if not spec:
         return None
-    from hyporag.programs.lm import build_lm
+    from hyporag.lm.client import build_lm
 
     # a new instruction is free text, longer than any field the task LMs write
     return build_lm(spec, **{**lm_build_kwargs(run), "max_tokens": max(run.max_tokens, 1024)})

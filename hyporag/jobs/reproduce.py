@@ -13,10 +13,10 @@ from pathlib import Path
 
 from hyporag.atomic import write_json_atomic, write_text_atomic
 from hyporag.errors import ConfigError
-from hyporag.eval.paper_tables import TABLES, PaperTable, paper, table
-from hyporag.eval.reproduce_report import Cell, markdown
 from hyporag.jobs.evaluate import evaluate
 from hyporag.jobs.settings import ReproduceSettings
+from hyporag.reproduction.paper_tables import TABLES, PaperTable, paper, table
+from hyporag.reproduction.report import Cell, markdown
 from hyporag.run_config import DEFAULT_CORPUS, RunConfig
 
 

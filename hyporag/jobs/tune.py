@@ -35,9 +35,9 @@ class TuneResult:
 def tune(settings: TuneSettings, run: RunConfig | None = None, roles=None, program=None,
          examples: Sequence | None = None) -> TuneResult:
     """Run (or resume) the study on the validation split; several workers may share one `storage`."""
+    from hyporag.lm.cost import CostMeter
     from hyporag.optimizers.artifact import save_artifact
     from hyporag.optimizers.tune import best_program, open_study, run_study, variant
-    from hyporag.programs.cost import CostMeter
 
     run = run or RunConfig()
     if run.program:  # a frozen start point brings its own settings (protocol included) for the LMs too

@@ -8,14 +8,14 @@ import pytest
 from dspy.utils import DummyLM
 
 from hyporag.errors import HyporagError
-from hyporag.eval import analysis
+from hyporag.eval import paper_analyses as analysis
 from hyporag.eval.ci_gate import check_bars, parse_bars, write_junit
 from hyporag.eval.evidence import option_evidence
-from hyporag.eval.paired import mcnemar_exact, paired_comparison
+from hyporag.eval.mcnemar import mcnemar_exact, paired_comparison
 from hyporag.eval.runner import run_evaluation
+from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
 from hyporag.programs.judge import ContextJudge
-from hyporag.programs.lm import LMRoles
 
 
 def test_mcnemar_exact_values():
@@ -109,7 +109,7 @@ def test_cost_by_role_includes_the_judge_and_adds_up_per_question():
 
 
 def test_mechanism_counts_followed_and_overturned_hypotheses():
-    from hyporag.eval.analysis import mechanism
+    from hyporag.eval.paper_analyses import mechanism
     from hyporag.programs.hypothesis import option_named_in, option_of_letter
 
     options = {"A": "Alpha cells", "B": "Beta cells", "C": "Hepatocytes"}

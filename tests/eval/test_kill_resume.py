@@ -13,8 +13,8 @@ import dspy
 import pytest
 
 from hyporag.eval.runner import run_evaluation
+from hyporag.lm.client import LMRoles, build_lm
 from hyporag.programs import make_program
-from hyporag.programs.lm import LMRoles, build_lm
 from tests.conftest import write_jsonl
 
 

@@ -9,9 +9,9 @@ from dspy.utils import DummyLM
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hyporag.eval.records import normalize_options, record_to_example
+from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
-from hyporag.programs.lm import LMRoles
+from hyporag.questions.records import normalize_options, record_to_example
 
 texts = st.text(min_size=1, max_size=40).filter(lambda s: s.strip())
 option_dicts = st.dictionaries(st.sampled_from(string.ascii_uppercase[:6]), texts, min_size=2, max_size=6)

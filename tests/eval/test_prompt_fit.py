@@ -10,10 +10,10 @@ from dspy.utils import DummyLM
 from hyporag.cli import main
 from hyporag.errors import DataError
 from hyporag.eval.prompt_fit import check_prompts_fit
-from hyporag.eval.records import load_records
+from hyporag.lm.client import LMRoles
+from hyporag.lm.context_window import ContextWindow, estimate_tokens
 from hyporag.programs import make_program
-from hyporag.programs.context_window import ContextWindow, estimate_tokens
-from hyporag.programs.lm import LMRoles
+from hyporag.questions.records import load_records
 from tests.conftest import QUESTIONS, write_jsonl
 
 LONG = {"id": "long", "question": "Which finding is most likely? " + "The patient reports fatigue. " * 400,

@@ -11,8 +11,8 @@ from dspy.utils import DummyLM
 from hyporag.errors import HyporagError
 from hyporag.eval.results_store import ResultsStore
 from hyporag.eval.runner import run_evaluation
+from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
-from hyporag.programs.lm import LMRoles
 
 SETTINGS = {"dataset": "tiny", "lms": {"answer": "dummy"}, "budget": 2}
 

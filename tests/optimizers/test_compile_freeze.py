@@ -12,12 +12,12 @@ import pytest
 from dspy.utils import DummyLM
 
 from hyporag.errors import IndexMismatchError
-from hyporag.eval.metric_fns import accuracy
+from hyporag.eval.dspy_metrics import accuracy
+from hyporag.lm.client import LMRoles
 from hyporag.optimizers.artifact import ArtifactError, load_artifact, manifest_checksum, save_artifact
 from hyporag.optimizers.compile import compile_program
 from hyporag.optimizers.splits import refuse_test_split, split_train_val
 from hyporag.programs import make_program
-from hyporag.programs.lm import LMRoles
 from hyporag.retrieval import LambdaSchedule
 
 REPLIES = {
@@ -46,9 +46,9 @@ import json, sys
 import dspy
 from dspy.utils import DummyLM
 from hyporag.optimizers.artifact import load_artifact
-from hyporag.programs.lm import LMRoles
+from hyporag.lm.client import LMRoles
 from hyporag.retrieval import open_index
-from hyporag.eval.records import load_records
+from hyporag.questions.records import load_records
 dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
 artifact, index, questions, replies = sys.argv[1:5]
 lm = DummyLM(json.loads(replies))

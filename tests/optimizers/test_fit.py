@@ -12,7 +12,7 @@ from hyporag import FitSettings, RunConfig, fit
 from hyporag.cli import build_parser, run_config
 from hyporag.cli.common import load_settings
 from hyporag.errors import HyporagError
-from hyporag.programs.lm import LMRoles
+from hyporag.lm.client import LMRoles
 from tests.conftest import PASSAGES, write_jsonl
 
 REPLIES = {"[[ ## target_hypothesis ## ]]": {"target_hypothesis": "Beta cells secrete insulin.",

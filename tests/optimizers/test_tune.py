@@ -7,11 +7,11 @@ import pytest
 from dspy.utils import DummyLM
 from optuna.trial import TrialState
 
-from hyporag.eval.metric_fns import accuracy
+from hyporag.eval.dspy_metrics import accuracy
+from hyporag.lm.client import LMRoles
 from hyporag.optimizers.tune import open_study, recover_stale_trials, run_study, study_report
 from hyporag.programs import make_program
 from hyporag.programs.chr import CHRConfig
-from hyporag.programs.lm import LMRoles
 
 REPLIES = {"[[ ## target_hypothesis ## ]]": {"target_hypothesis": "Beta cells secrete insulin.",
                                             "mimic_hypothesis": "Alpha cells secrete glucagon."},

@@ -7,8 +7,8 @@ import pytest
 from dspy.utils import DummyLM
 
 from hyporag.errors import ModelError
+from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
-from hyporag.programs.lm import LMRoles
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ import pytest
 from dspy.utils import DummyLM
 
 from hyporag.errors import ConfigError
+from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
-from hyporag.programs.lm import LMRoles
 from tests.programs.test_programs import CountingRetriever
 
 OPTIONS = {"A": "Alpha cells", "B": "Beta cells", "C": "Osteoclasts", "D": "Thyroid"}

@@ -8,8 +8,8 @@ import re
 
 from dspy.utils import DummyLM
 
+from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
-from hyporag.programs.lm import LMRoles
 from hyporag.programs.protocol import PAPER, PROTOCOLS
 from tests.programs.test_programs import CountingRetriever
 

@@ -6,8 +6,8 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
+from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
-from hyporag.programs.lm import LMRoles
 from hyporag.programs.registry import METHODS
 
 HYPOTHESIS = {"likely_option": "B", "discriminating_features": ["beta cells", "islets"],

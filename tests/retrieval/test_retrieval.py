@@ -236,8 +236,8 @@ def test_stopword_only_queries_return_nothing_from_bm25(tiny_retriever):
 def test_programs_copied_by_teleprompters_share_one_open_index(tiny_retriever, caplog):
     from dspy.utils import DummyLM
 
+    from hyporag.lm.client import LMRoles
     from hyporag.programs import make_program
-    from hyporag.programs.lm import LMRoles
 
     program = make_program("chr", retriever=tiny_retriever, roles=LMRoles.from_lms(DummyLM([{}])), budget=2)
     with caplog.at_level("WARNING"):

@@ -9,9 +9,9 @@ import dspy
 from dspy.lm15 import Message, Response, TextPart, Usage
 from dspy.utils import DummyLM
 
+from hyporag.lm.client import LMRoles, RoleLM
+from hyporag.lm.lean_adapter import SYSTEM, LeanAdapter
 from hyporag.programs import make_program
-from hyporag.programs.lean_adapter import SYSTEM, LeanAdapter
-from hyporag.programs.lm import LMRoles, RoleLM
 from hyporag.programs.protocol import PAPER
 from tests.programs.test_programs import SCRIPTS
 
@@ -82,7 +82,7 @@ class CachingEngine:
 
 def test_schema_is_sent_and_processed_tokens_are_sent_minus_cached(tiny_retriever):
     from hyporag.eval.evaluate import result_row
-    from hyporag.eval.metrics import format_table, summarize
+    from hyporag.eval.summary import format_table, summarize
 
     engine = CachingEngine([SCRIPTS["hcqr"][0], SCRIPTS["hcqr"][1], {"answer": "B"}], [0, 60, 70])
     program = make_program("hcqr", retriever=tiny_retriever, budget=3,

@@ -9,8 +9,8 @@ import pytest
 from hyporag.cli import main
 from hyporag.errors import BackendError, RunFailedError
 from hyporag.eval.runner import run_evaluation
+from hyporag.lm.client import LMRoles, build_lm
 from hyporag.programs import make_program
-from hyporag.programs.lm import LMRoles, build_lm
 
 
 def lm_for(server, **kwargs):
@@ -60,7 +60,7 @@ def test_unreachable_endpoint_is_named_in_one_line(capsys):
 
 
 def test_remote_lms_have_a_default_timeout_per_call_sized_by_endpoint():
-    from hyporag.programs.lm import DEFAULT_TIMEOUT, LOOPBACK_TIMEOUT
+    from hyporag.lm.client import DEFAULT_TIMEOUT, LOOPBACK_TIMEOUT
 
     # a CPU server on this machine (a paper-protocol prompt takes ~1 min idle) waits longer than a hosted API
     for base in ("http://127.0.0.1:9/v1", "http://localhost:9/v1", "http://[::1]:9/v1", "http://127.0.0.2:9"):

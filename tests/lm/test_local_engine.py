@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from dspy.lm15 import Config, Message, Request
 
-from hyporag.programs.local_engine import LocalEngine, cap_schema
+from hyporag.lm.local_engine import LocalEngine, cap_schema
 from hyporag.programs.protocol import PAPER
 
 
@@ -38,7 +38,7 @@ def test_the_paper_protocol_runs_the_embedded_model_uncapped_under_its_own_cache
     """A served model gets DSPy's schema as is; under --protocol paper the in-process engine does too (the cap cut
     HCQR's elimination reasoning at 320 characters, which is where served and in-process answers parted)."""
     from hyporag.builders import lm_build_kwargs
-    from hyporag.programs.lm import build_lm
+    from hyporag.lm.client import build_lm
     from hyporag.run_config import RunConfig
 
     assert lm_build_kwargs(RunConfig(program_settings={"protocol": PAPER.name}))["cap_outputs"] is False
@@ -53,7 +53,7 @@ def test_the_paper_protocol_runs_the_embedded_model_uncapped_under_its_own_cache
 
 
 def test_thread_count_can_be_set_per_job_without_changing_engine_state(tmp_path, monkeypatch):
-    import hyporag.programs.local_engine as local_engine
+    import hyporag.lm.local_engine as local_engine
 
     started = []
     monkeypatch.setattr(local_engine, "_server_for",

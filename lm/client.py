@@ -17,8 +17,8 @@ from typing import Any
 import dspy
 
 from hyporag.errors import ModelError
+from hyporag.lm.gguf import DEFAULT_MODEL, resolve_model_path
 from hyporag.paths import cache_dir
-from hyporag.programs.gguf import DEFAULT_MODEL, resolve_model_path
 
 DEFAULT_LM = f"local:{DEFAULT_MODEL}"
 DEFAULT_TIMEOUT = 120.0  # seconds per remote call: a stalled hosted API fails in 2 minutes, not lm15's 10
@@ -29,7 +29,7 @@ LOOPBACK_TIMEOUT = 600.0
 
 def default_timeout(api_base: str | None) -> float:
     """Seconds per remote call when --timeout is not given: longer for a server on 127.0.0.1 (see above)."""
-    from hyporag.programs.model_identity import is_loopback
+    from hyporag.lm.model_identity import is_loopback
 
     return LOOPBACK_TIMEOUT if is_loopback(api_base) else DEFAULT_TIMEOUT
 
@@ -44,7 +44,7 @@ _CACHE_CONFIGURED = False
 
 def configure_cache(directory: str | os.PathLike | None = None, enabled: bool = True) -> Path:
     """DSPy's disk cache under the project cache dir, so an identical re-run costs no LM calls."""
-    from hyporag.programs.model_identity import install_identity_cache
+    from hyporag.lm.model_identity import install_identity_cache
 
     global _CACHE_CONFIGURED
     path = Path(directory) if directory else cache_dir("dspy")
@@ -58,10 +58,10 @@ def build_lm(spec: str, api_base: str | None = None, api_key: str | None = None,
              num_retries: int = 3, cap_outputs: bool = True) -> dspy.LM:
     """A `dspy.LM` for a model string; `local:` specs get the in-process llama.cpp engine, whose output grammar
     caps strings and lists (`cap_outputs`, the fast protocol) or keeps DSPy's schema as a server gets it (paper)."""
-    from hyporag.programs.model_identity import digest, local_identity, register, server_identity
+    from hyporag.lm.model_identity import digest, local_identity, register, server_identity
 
     if spec.startswith("local:"):
-        from hyporag.programs.local_engine import LocalEngine
+        from hyporag.lm.local_engine import LocalEngine
 
         target = spec.removeprefix("local:") or DEFAULT_MODEL
         path = resolve_model_path(target)
@@ -126,7 +126,7 @@ def adapter_for(lm: dspy.BaseLM, choice: str = "auto", local: str = "lean") -> d
         served = bool((getattr(lm, "kwargs", None) or {}).get("api_base"))
         choice = local if is_local(lm) else "json" if served else "chat"
     if choice == "lean":
-        from hyporag.programs.lean_adapter import LeanAdapter
+        from hyporag.lm.lean_adapter import LeanAdapter
 
         return LeanAdapter()
     return dspy.JSONAdapter() if choice == "json" else dspy.ChatAdapter()

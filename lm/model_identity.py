@@ -32,7 +32,7 @@ def digest(record: dict[str, Any]) -> str:
 def local_identity(path: Path, alias: str | None = None) -> dict[str, Any]:
     """A packaged alias by its pinned sha256 (hashing 1 GB per start would cost seconds); any other file by its
     resolved path, size and modification time (an edited or replaced file is another model)."""
-    from hyporag.programs.gguf import MODELS
+    from hyporag.lm.gguf import MODELS
 
     if alias in MODELS:
         return {"kind": "gguf", "sha256": MODELS[alias].sha256}

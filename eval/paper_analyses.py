@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from itertools import combinations
 
-from hyporag.eval.paired import paired_comparison
+from hyporag.eval.mcnemar import paired_comparison
 from hyporag.eval.row import ResultRow, processed_of
 from hyporag.judge_labels import LABELS
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hyporag.eval.metrics import wilson_interval
-from hyporag.eval.paper_tables import PaperTable, figures, paper
 from hyporag.eval.report import cell
+from hyporag.eval.summary import wilson_interval
 from hyporag.judge_labels import LABELS
+from hyporag.reproduction.paper_tables import PaperTable, figures, paper
 
 
 @dataclass(frozen=True)
@@ -224,6 +224,6 @@ def markdown(table: PaperTable, cells: list[Cell], corpus: str) -> str:
         lines += ["", "Mechanism:"] + mechanism
     if table.note:
         lines += ["", table.note]
-    lines += ["", "Paper figures: only those we could read and check are stored (eval/paper_figures.json, each with "
-              "where it is stated); '–' is a cell we do not hold, not a zero."]
+    lines += ["", "Paper figures: only those we could read and check are stored (reproduction/paper_figures.json, "
+              "each with where it is stated); '–' is a cell we do not hold, not a zero."]
     return "\n".join(lines) + "\n"

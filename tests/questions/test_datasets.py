@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hyporag.errors import DataError
-from hyporag.eval import datasets
-from hyporag.eval.datasets import load_benchmark
+from hyporag.questions import datasets
+from hyporag.questions.datasets import load_benchmark
 from tests.conftest import SHARED
 
 COUNTS = {"medqa": 1273, "medqa-dev": 1272, "mmlu-med": 1089, "mmlu-med-dev": 30, "mmlu-med-val": 123,

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from hyporag.errors import ModelError
-from hyporag.programs import gguf
+from hyporag.lm import gguf
 
 
 @pytest.fixture(autouse=True)

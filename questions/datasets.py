@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hyporag.errors import DataError
-from hyporag.eval.records import LETTERS, LoadReport, load_records, make_example, record_to_example
 from hyporag.hub import hub_load
 from hyporag.paths import data_root
+from hyporag.questions.records import LETTERS, LoadReport, load_records, make_example, record_to_example
 
 MMLU_MED_SUBJECTS = (
     "anatomy",

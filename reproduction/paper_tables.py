@@ -2,7 +2,7 @@
 
 A table says what it measures (`kind`), which of our methods stand for the paper's rows, and what it needs beyond
 the defaults (a judge LM, an encoder hyporag does not carry yet). The papers' own figures live in
-`paper_figures.json`, with where each is stated; `reproduce_report` puts them beside ours.
+`paper_figures.json`, with where each is stated; `hyporag.reproduction.report` puts them beside ours.
 """
 
 from __future__ import annotations
@@ -103,7 +103,8 @@ def table(name: str) -> PaperTable:
 
 @cache
 def _figures_file() -> dict:
-    return json.loads(resources.files("hyporag.eval").joinpath("paper_figures.json").read_text(encoding="utf-8"))
+    stored = resources.files("hyporag.reproduction").joinpath("paper_figures.json")
+    return json.loads(stored.read_text(encoding="utf-8"))
 
 
 def paper(name: str) -> dict:

@@ -1,0 +1,1 @@
+"""The papers' reproduction: their published tables as data with citations, and the report that sets ours beside."""
