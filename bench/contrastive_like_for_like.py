@@ -10,9 +10,8 @@ import json
 
 from retrieval_bench import per_query_ms  # same timing helper, same directory
 
-from hyporag.questions.datasets import load_benchmark
-from hyporag.retrieval import default_index_dir, load_corpus, open_index
-from hyporag.retrieval.query import WeightedQuery
+from hyporag import load_benchmark
+from hyporag.retrieval import WeightedQuery, default_index_dir, load_corpus, open_index
 
 
 def contrast(retriever, plus: str, minus: str, lam: float, k: int, mode: str | None = None):

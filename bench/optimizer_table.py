@@ -12,17 +12,14 @@ import argparse
 import json
 from pathlib import Path
 
-from hyporag.eval.mcnemar import paired_comparison
-from hyporag.eval.results_store import ROWS, latest_rows, read_rows
-from hyporag.eval.summary import wilson_interval
+from hyporag.eval import paired_comparison, read_results, wilson_interval
 
 VARIANTS = ("before", "optuna", "optuna-modes", "bootstrap", "gepa")
 
 
 def correct_by_question(results_dir: Path) -> dict[str, bool]:
     """question id -> correct, from the rows `hyporag eval` kept (one method per results directory here)."""
-    rows, _ = read_rows(results_dir / ROWS)
-    return {r["question_id"]: bool(r["correct"]) for r in latest_rows(rows)}
+    return {r["question_id"]: bool(r["correct"]) for r in read_results(results_dir)}
 
 
 def variant_row(method: str, variant: str, runs: Path, artifacts: Path, before: dict[str, bool],

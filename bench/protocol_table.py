@@ -13,13 +13,19 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from hyporag.eval import paper_analyses as analysis
-from hyporag.eval.mcnemar import paired_comparison
-from hyporag.eval.report import cell
-from hyporag.eval.results_store import latest_rows, read_rows
-from hyporag.eval.row import ResultRow, processed_of
-from hyporag.eval.summary import summarize, wilson_interval
-from hyporag.programs.protocol import PAPER, PROTOCOLS
+from hyporag.eval import (
+    COST_FIELDS,
+    ResultRow,
+    cell,
+    evidence_rates,
+    mechanism,
+    paired_comparison,
+    processed_of,
+    read_results,
+    summarize,
+    wilson_interval,
+)
+from hyporag.programs import PAPER, PROTOCOLS
 
 METHODS = ("cot", "rag", "rewrite", "hcqr", "chr")
 SETTINGS = [(p, b) for b in (3, 5) for p in PROTOCOLS]
@@ -29,7 +35,7 @@ def load(root: Path, dataset: str) -> dict[tuple[str, int], list[dict]]:
     out = {}
     for protocol, budget in SETTINGS:
         path = root / f"{dataset}-{protocol}-b{budget}" / "results.jsonl"
-        out[protocol, budget] = latest_rows(read_rows(path)[0]) if path.is_file() else []
+        out[protocol, budget] = read_results(path) if path.is_file() else []
     return out
 
 
@@ -52,10 +58,10 @@ def fresh_cost(rows: list[dict]) -> dict[str, float | None]:
         for role, cost in (r.cost_by_role or {}).items():
             if cost.get("calls"):
                 per_role[role].append(cost)
-    total = dict.fromkeys(analysis.COST_FIELDS, 0.0)
+    total = dict.fromkeys(COST_FIELDS, 0.0)
     processed: float | None = 0.0  # unknown (None) once any call did not report its cache, never 0
     for costs in per_role.values():
-        for field in analysis.COST_FIELDS:
+        for field in COST_FIELDS:
             total[field] += sum(c.get(field, 0) or 0 for c in costs) / len(costs)
         known = [processed_of(c) for c in costs]
         processed = None if processed is None or None in known else processed + sum(known) / len(known)
@@ -74,7 +80,7 @@ def accuracy_table(runs: dict, ids: set[str]) -> list[str]:
             summary = {p: summarize(rows)[0] for p, rows in picked.items()}
             paired = paired_comparison({r["question_id"]: bool(r["correct"]) for r in picked[PAPER.name]},
                                        {r["question_id"]: bool(r["correct"]) for r in picked["fast"]})
-            gold = {p: analysis.evidence_rates(rows).get(method, {}).get("gold_in_context") for p, rows in
+            gold = {p: evidence_rates(rows).get(method, {}).get("gold_in_context") for p, rows in
                     picked.items()}
             cells = [f"{s['accuracy']:.3f} ({s['ci95_low']:.2f}–{s['ci95_high']:.2f})" for s in summary.values()]
             golds = " / ".join("–" if g is None else f"{g:.2f}" for g in gold.values())
@@ -108,7 +114,7 @@ def mechanism_table(runs: dict, ids: set[str]) -> list[str]:
     for method in ("hcqr", "chr"):
         for protocol, budget in SETTINGS:
             rows = [r for r in runs[protocol, budget] if r["method"] == method and r["question_id"] in ids]
-            m = analysis.mechanism(rows).get(method)
+            m = mechanism(rows).get(method)
             if m:
                 low, high = wilson_interval(round(m["hypothesis_gold"] * m["n"]), m["n"])
                 lines.append(f"| {method} | {budget} | {protocol} | {m['n']} | {m['hypothesis_gold']:.2f} "

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from pathlib import Path
 
 import numpy as np
 
-from hyporag.atomic import write_json_atomic
-from hyporag.eval.evidence import option_evidence
-from hyporag.questions.datasets import load_benchmark
-from hyporag.retrieval import default_index_dir, load_corpus, merge_to_budget, open_index
-from hyporag.retrieval.query import WeightedQuery
+from hyporag import load_benchmark
+from hyporag.eval import option_evidence
+from hyporag.retrieval import WeightedQuery, default_index_dir, load_corpus, merge_to_budget, open_index
 
 
 def contrast(retriever, plus: str, minus: str, lam: float, k: int, mode: str | None = None):
@@ -165,7 +164,9 @@ def main() -> None:
         for mode in ("bm25", "dense", "hybrid") for gold in (False, True)
     }
     report["evidence_questions"] = len(examples)
-    write_json_atomic(args.out, report)
+    partial = args.out.with_name(args.out.name + ".partial")
+    partial.write_text(json.dumps(report, indent=2))
+    os.replace(partial, args.out)  # a killed bench never leaves half a report
     print(json.dumps(report, indent=2))
     print(markdown(report))
 

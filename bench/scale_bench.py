@@ -111,8 +111,7 @@ def timed(search, probes: list, warm: int = 20) -> tuple[tuple[float, float], fl
 
 def exact_top(vectors: np.ndarray, probes: np.ndarray, size: int) -> np.ndarray:
     """Exact top-K rows of every probe, chunk by chunk over the memory map (the recall reference)."""
-    from hyporag.retrieval.dense import build_faiss
-    from hyporag.retrieval.mapped import release_pages
+    from hyporag.retrieval import build_faiss, release_pages
 
     best = np.full((len(probes), K), -np.inf, dtype=np.float32)
     rows = np.zeros((len(probes), K), dtype=np.int64)
@@ -130,8 +129,7 @@ def query(directory: Path, size: int) -> dict:
     recall@15 against exact search at each nprobe of a sweep (the default last)."""
     import faiss
 
-    from hyporag.retrieval import load_corpus, open_index
-    from hyporag.retrieval.dense import default_nprobe
+    from hyporag.retrieval import default_nprobe, load_corpus, open_index
 
     corpus = load_corpus(str(directory / "corpus.jsonl"))
     rng = np.random.default_rng(1)

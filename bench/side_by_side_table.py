@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from hyporag.eval.report import cell
+from hyporag.eval import cell
 
 
 def method_line(s: dict, dur: dict | None, roles: dict) -> str:

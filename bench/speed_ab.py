@@ -27,8 +27,7 @@ TIMING_FIELDS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_
 
 def question_set(demo: int, extra: int, seed: int) -> list[tuple[str, object]]:
     """The demo's questions (mmlu-med-dev, its seeded order) and `extra` more from mmlu-med-dev + mmlu-med-val."""
-    from hyporag.builders import select_examples
-    from hyporag.questions.datasets import load_benchmark
+    from hyporag import load_benchmark, select_examples
 
     shown = select_examples(load_benchmark("mmlu-med-dev").examples, demo, seed)
     ids = {e.id for e in shown}
@@ -38,7 +37,9 @@ def question_set(demo: int, extra: int, seed: int) -> list[tuple[str, object]]:
 
 
 def engine_of(roles):
-    return roles.answer.lm._engine_spec
+    from hyporag.lm import engine_of
+
+    return engine_of(roles.answer.lm)
 
 
 def calibrate(engine, index: int, corpus_texts: list[str]) -> dict:
@@ -85,9 +86,8 @@ def read_jsonl(path: Path) -> list[dict]:
 def run(args, variants: list[str], rows_path: Path, calib_path: Path) -> None:
     from tqdm import tqdm
 
-    from hyporag.builders import build_program, build_retriever, build_roles
-    from hyporag.eval.evaluate import run_one
-    from hyporag.run_config import RunConfig
+    from hyporag import RunConfig, build_program, build_retriever, build_roles
+    from hyporag.eval import run_one
 
     config = RunConfig(no_cache=True, program_settings={"budget": 3, "protocol": "fast"})
     retriever = build_retriever(config, True)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from hyporag.eval.mcnemar import paired_comparison
-from hyporag.eval.summary import wilson_interval
+from hyporag.eval import paired_comparison, wilson_interval
 
 
 def rates(calibrations: list[dict]) -> tuple[float, float]:

@@ -1,1 +1,35 @@
-"""hyporag.eval."""
+"""Evaluation: run programs over questions into resumable result rows, and read, summarise and compare them.
+
+The names below are the public API, imported lazily so that reading a run's rows needs neither DSPy nor torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "run_evaluation": "hyporag.eval.runner",
+    "run_one": "hyporag.eval.evaluate",
+    "read_results": "hyporag.eval.results_store",
+    "ResultRow": "hyporag.eval.row",
+    "processed_of": "hyporag.eval.row",
+    "summarize": "hyporag.eval.summary",
+    "wilson_interval": "hyporag.eval.summary",
+    "paired_comparison": "hyporag.eval.mcnemar",
+    "mcnemar_exact": "hyporag.eval.mcnemar",
+    "COST_FIELDS": "hyporag.eval.paper_analyses",
+    "evidence_rates": "hyporag.eval.paper_analyses",
+    "mechanism": "hyporag.eval.paper_analyses",
+    "option_evidence": "hyporag.eval.evidence",
+    "cell": "hyporag.eval.report",
+    "report_from_dir": "hyporag.eval.report",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'hyporag.eval' has no attribute {name!r}")

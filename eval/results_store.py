@@ -34,6 +34,16 @@ def latest_rows(rows: Iterable[dict]) -> list[dict]:
     return list(last.values())
 
 
+def read_results(path: str | Path) -> list[dict]:
+    """The current row of each (question, method) in a run directory or its results.jsonl, damaged lines left out:
+    what a table over someone's run should read, even while the run is still appending."""
+    path = Path(path)
+    path = path / ROWS if path.is_dir() else path
+    if not path.is_file():
+        raise HyporagError(f"{path}: no results here (a run directory holds {ROWS})")
+    return latest_rows(read_rows(path)[0])
+
+
 def read_rows(path: Path) -> tuple[list[dict], list[tuple[int, bytes]]]:
     """Every intact row of a results.jsonl, and the lines that are not one (line number, bytes): a torn last
     line after kill -9, or a damaged line anywhere. Read-only, so a report can be drawn while a run appends."""

@@ -47,6 +47,11 @@ _EXPORTS = {
     "reproduce": "hyporag.jobs.reproduce",
     "load_program": "hyporag.jobs.program",
     "OptionContrast": "hyporag.programs.option_contrast",
+    "Protocol": "hyporag.programs.protocol",
+    "build_roles": "hyporag.builders",
+    "build_retriever": "hyporag.builders",
+    "build_program": "hyporag.builders",
+    "select_examples": "hyporag.builders",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

@@ -107,6 +107,12 @@ def explain_lm_error(exc: BaseException) -> str:
     return text[:300]
 
 
+def engine_of(lm: dspy.BaseLM):
+    """The in-process engine behind an embedded-model LM (its llama.cpp timings and server), or None for any other:
+    the one place that reads where DSPy keeps an LM's `engine=`."""
+    return getattr(lm, "_engine_spec", None)
+
+
 def is_local(lm: dspy.BaseLM) -> bool:
     return str(getattr(lm, "model", "")).startswith("local/")
 

@@ -2,10 +2,13 @@
 contrastive scoring for CHR, and the multi-query budget merge for HCQR."""
 
 from hyporag.retrieval.corpus import CORPORA, Corpus, Passage, load_corpus
+from hyporag.retrieval.dense import build_faiss, default_nprobe
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.index import build_index, default_index_dir, open_index
 from hyporag.retrieval.lambda_schedule import SCHEDULES, LambdaSchedule
+from hyporag.retrieval.mapped import release_pages
 from hyporag.retrieval.merge import MERGE_POLICIES, merge_to_budget
+from hyporag.retrieval.query import WeightedQuery
 from hyporag.retrieval.retriever import MODES, Retriever
 
 __all__ = [
@@ -18,9 +21,13 @@ __all__ = [
     "LambdaSchedule",
     "Passage",
     "Retriever",
+    "WeightedQuery",
+    "build_faiss",
     "build_index",
     "default_index_dir",
+    "default_nprobe",
     "load_corpus",
     "merge_to_budget",
     "open_index",
+    "release_pages",
 ]

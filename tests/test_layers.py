@@ -77,3 +77,31 @@ def test_no_library_module_imports_argparse():
                      alias.name for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
                      if isinstance(node, ast.Import) for alias in node.names}]
     assert not offenders, offenders
+
+
+def public_names(package: str) -> set[str]:
+    """A package's public API: what its `__init__` lists in `__all__`."""
+    path = (ROOT / {v: k for k, v in FOLDERS.items()}[package] / "__init__.py") if package != "hyporag" else \
+        ROOT / "hyporag" / "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "_EXPORTS" for t in node.targets):
+            return {k.value for k in node.value.keys}
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+            return {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+    return set()
+
+
+def test_bench_uses_only_the_public_api():
+    """The benchmarks are written as a user would write them: names a package exports, never a module inside it."""
+    private = []
+    for path in sorted((ROOT / "bench").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                private += [f"{path.name}: import {a.name}" for a in node.names if a.name.startswith("hyporag.")]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("hyporag"):
+                if node.module not in FOLDERS.values():
+                    private.append(f"{path.name}: from {node.module}")
+                    continue
+                exported = public_names(node.module)
+                private += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name not in exported]
+    assert not private, private

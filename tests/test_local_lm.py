@@ -44,14 +44,18 @@ def test_hcqr_and_chr_end_to_end_with_the_embedded_model(tmp_path):
 
 
 def test_readme_python_api_example_runs_as_written(tmp_path, monkeypatch):
-    import re
-    from pathlib import Path
+    """index → fit → evaluate → load → ask on the embedded model, 4 fit questions and 2 more evaluated."""
+    import json
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"## Python API.*?```python\n(.*?)```", readme, re.S).group(1)
+    from tests.test_readme_api import readme_block
+
     monkeypatch.chdir(tmp_path)
-    exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - the README's own example
-    assert (tmp_path / "runs" / "api" / "summary.json").is_file()
+    scope: dict = {}
+    exec(compile(readme_block(), "README.md", "exec"), scope)  # noqa: S102 - the README's own example
+    assert (tmp_path / "runs" / "api-fit" / "artifact" / "manifest.json").is_file()
+    rows = [json.loads(line) for line in (tmp_path / "runs" / "api-eval" / "results.jsonl").open()]
+    assert len(rows) == 2 and all(r["error"] is None and r["answer"] in "ABCD" for r in rows)
+    assert scope["pred"].answer in ("A", "B") and len(scope["pred"].passages) == 3
 
 
 def test_fit_with_the_embedded_model_on_six_questions(tmp_path, capsys):
