@@ -42,7 +42,8 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "queries": getattr(prediction, "queries", None) or [],
         "hypothesis": getattr(prediction, "hypothesis", None),
         "hypothesis_option": getattr(prediction, "hypothesis_option", None),
-        **(getattr(prediction, "row_fields", None) or {}),  # the program's own fields (CHR's contrast fallback)
+        "fallbacks": dict(getattr(prediction, "fallbacks", None) or {}),  # kind -> why (or how often)
+        "details": dict(getattr(prediction, "row_fields", None) or {}),  # the program's own fields
         "retrieval_sees_options": getattr(prediction, "retrieval_sees_options", None),
         "calls": cost.get("calls", 0),
         "input_tokens": cost.get("input_tokens", 0),

@@ -24,8 +24,8 @@ class ResultRow:
     gold: str = ""
     correct: bool = False
     parse_failure: bool = False
-    query_parse_failures: int = 0
-    contrast_fallback: str | None = None
+    fallbacks: dict = field(default_factory=dict)  # kind ("query", "contrast", ...) -> why, or how often
+    details: dict = field(default_factory=dict)  # the program's own per-question fields (its row_fields)
     error: str | None = None
     passage_ids: list[str] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
@@ -54,7 +54,11 @@ class ResultRow:
     @classmethod
     def of(cls, row: dict[str, Any]) -> ResultRow:
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in row.items() if k in names})
+        found = cls(**{k: v for k, v in row.items() if k in names})
+        if "fallbacks" not in row:  # rows written before fallbacks had kinds
+            legacy = {"query": row.get("query_parse_failures"), "contrast": row.get("contrast_fallback")}
+            found.fallbacks = {kind: value for kind, value in legacy.items() if value}
+        return found
 
     @classmethod
     def check(cls, row: dict[str, Any]) -> None:

@@ -37,8 +37,7 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
             "ci95_high": high,
             "parse_failures": sum(1 for r in items if r.parse_failure),
             "errors": sum(1 for r in items if r.error),
-            "query_fallbacks": sum(1 for r in items if r.query_parse_failures),
-            "contrast_fallbacks": sum(1 for r in items if r.contrast_fallback),
+            "fallbacks": fallback_counts(items),
             "calls_per_q": sum(r.calls for r in items) / n if n else 0.0,
             "input_tokens_per_q": sum(r.input_tokens for r in items) / n if n else 0.0,
             "output_tokens_per_q": sum(r.output_tokens for r in items) / n if n else 0.0,
@@ -48,6 +47,19 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
     return summary
 
 
+def fallback_counts(rows: Iterable[ResultRow]) -> dict[str, int]:
+    """Rows that took each kind of fallback (a program names its kinds: HCQR's query, CHR's contrast, ...)."""
+    counts: dict[str, int] = defaultdict(int)
+    for row in rows:
+        for kind, value in row.fallbacks.items():
+            counts[kind] += bool(value)
+    return dict(sorted(counts.items()))
+
+
+def fallback_cell(counts: dict[str, int] | None) -> str:
+    return ", ".join(f"{kind} {n}" for kind, n in (counts or {}).items() if n) or "0"
+
+
 def _mean_known(values: list[int | None]) -> float | None:
     """The mean, or None when any value is unknown (a backend that does not report its prompt cache)."""
     return None if not values or any(v is None for v in values) else sum(values) / len(values)
@@ -55,14 +67,14 @@ def _mean_known(values: list[int | None]) -> float | None:
 
 def format_table(summary: list[dict]) -> str:
     """A Markdown table of the summary (what `hyporag eval` prints and writes to summary.md)."""
-    head = ("| method | n | accuracy | 95% CI | parse fail | errors | fallbacks (query / contrast) | calls/q | "
+    head = ("| method | n | accuracy | 95% CI | parse fail | errors | fallbacks | calls/q | "
             "in tok/q sent | processed | out tok/q | s/q |")
     lines = [head, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in summary:
         lines.append(
             f"| {s['method']} | {s['n']} | {s['accuracy']:.3f} | {s['ci95_low']:.3f}–{s['ci95_high']:.3f} | "
-            f"{s['parse_failures']} | {s['errors']} | {s.get('query_fallbacks', 0)} / "
-            f"{s.get('contrast_fallbacks', 0)} | {s['calls_per_q']:.2f} | {s['input_tokens_per_q']:.0f} | "
+            f"{s['parse_failures']} | {s['errors']} | {fallback_cell(s.get('fallbacks'))} | "
+            f"{s['calls_per_q']:.2f} | {s['input_tokens_per_q']:.0f} | "
             f"{'–' if s.get('processed_tokens_per_q') is None else format(s['processed_tokens_per_q'], '.0f')} | "
             f"{s['output_tokens_per_q']:.0f} | {s['seconds_per_q']:.1f} |"
         )

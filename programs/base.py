@@ -24,13 +24,19 @@ from hyporag.signatures.domain import Domain, for_domain
 
 
 class Trace:
-    """What a question's retrieval did: queries issued, the hypothesis (kept for analysis only) and the program's
-    own row fields (`extra`, named by its `row_fields`)."""
+    """What a question's retrieval did: queries issued, the hypothesis (kept for analysis only), the fallbacks it
+    took (kind -> why, or how often) and the program's own row fields (`extra`, named by its `row_fields`)."""
 
     def __init__(self) -> None:
         self.queries: list[str] = []
         self.hypothesis: Hypothesis | None = None
+        self.fallbacks: dict[str, Any] = {}
         self.extra: dict[str, Any] = {}
+
+    def fell_back(self, kind: str, why: str | None = None) -> None:
+        """Record a fallback: with a reason it is kept (the last one), without one it is counted. Every report counts
+        rows with each kind, so a fallback never passes for the method working as designed."""
+        self.fallbacks[kind] = why if why is not None else self.fallbacks.get(kind, 0) + 1
 
 
 class MCQProgram(dspy.Module):
@@ -42,8 +48,8 @@ class MCQProgram(dspy.Module):
     Config: type[ProgramConfig] = ProgramConfig
     uses_retrieval = True
     default_sees_options = False
-    # the program's own per-question fields and their defaults, copied into each result row by the evaluation
-    row_fields: ClassVar[dict[str, Any]] = {"query_parse_failures": 0}
+    # the program's own per-question fields and their defaults, kept in each result row's `details` by the evaluation
+    row_fields: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, retriever=None, roles: LMRoles | None = None, config: ProgramConfig | None = None,
                  **settings: Any):
@@ -96,7 +102,7 @@ class MCQProgram(dspy.Module):
             try:
                 return predictor(**inputs)
             except AdapterParseError:
-                trace.extra["query_parse_failures"] = trace.extra.get("query_parse_failures", 0) + 1
+                trace.fell_back("query")
                 return None
 
     def retrieval_options(self, options: dict[str, str]) -> str:
@@ -134,6 +140,7 @@ class MCQProgram(dspy.Module):
             queries=trace.queries,
             hypothesis=trace.hypothesis.to_dict() if trace.hypothesis else None,
             hypothesis_option=trace.hypothesis.option if trace.hypothesis else None,
+            fallbacks=dict(trace.fallbacks),
             row_fields={name: trace.extra.get(name, default) for name, default in self.row_fields.items()},
             retrieval_sees_options=self.retrieval_sees_options if self.uses_retrieval else None,
             method=self.method,

@@ -106,7 +106,6 @@ class CHR(MCQProgram):
     method = "chr"
     Config = CHRConfig
     default_sees_options = True
-    row_fields: ClassVar[dict] = {**MCQProgram.row_fields, "contrast_fallback": None}  # why H− was not used
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -130,7 +129,7 @@ class CHR(MCQProgram):
                                       {"target": h_plus, "mimic": h_minus, "similarity": similarity, "lambda": lam})
         trace.queries.extend([h_plus, h_minus])
         if fallback:  # H+ − λ·H− would cancel and retrieve noise: search with H+ alone, and say so in the row
-            trace.extra["contrast_fallback"] = fallback
+            trace.fell_back("contrast", fallback)
             return self.retriever.search(h_plus, self.budget, mode=self.mode)
         query = WeightedQuery.difference(h_plus, h_minus, lam, vectors=vectors)
         return self.retriever.search_weighted([query], self.budget, mode=self.mode)[0]

@@ -184,9 +184,8 @@ def counted(cells: list[Cell]) -> list[str]:
         parts = []
         for s in c.report["methods"]:
             found = {name: s.get(key, 0) for name, key in (("unparseable answers", "parse_failures"),
-                                                             ("query fallbacks", "query_fallbacks"),
-                                                             ("contrast fallbacks", "contrast_fallbacks"),
                                                              ("errors", "errors")) if s.get(key)}
+            found.update({f"{kind} fallbacks": n for kind, n in (s.get("fallbacks") or {}).items() if n})
             if found:
                 parts.append(f"{s['method']} " + ", ".join(f"{v} {k}" for k, v in found.items()))
         summary = "; ".join(parts) if parts else "no fallback, failure or error"

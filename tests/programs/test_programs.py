@@ -151,7 +151,7 @@ def test_unparseable_hypothesis_falls_back_to_the_question(tiny_retriever):
     counting = CountingRetriever(tiny_retriever)
     program = make_program("hcqr", retriever=counting, roles=LMRoles.from_lms(lm), budget=3)
     prediction = program(question="Which cells secrete insulin?", options={"A": "Alpha cells", "B": "Beta cells"})
-    assert prediction.answer == "B" and prediction.query_parse_failures == 2
+    assert prediction.answer == "B" and prediction.fallbacks == {"query": 2}
     assert prediction.queries == ["Which cells secrete insulin?"] * 3
 
 
@@ -168,7 +168,7 @@ def test_degenerate_contrast_falls_back_to_the_target_and_is_counted(tiny_retrie
     counting = CountingRetriever(tiny_retriever)
     program = make_program("chr", retriever=counting, roles=LMRoles.from_lms(lm), budget=3, mode="hybrid")
     prediction = program(question="Which cells secrete insulin?", options={"A": "Alpha cells", "B": "Beta cells"})
-    assert prediction.contrast_fallback.startswith(reason)
+    assert prediction.fallbacks["contrast"].startswith(reason)
     assert counting.queries == [target]  # one plain search with H+, no contrastive search
     assert [p["id"] for p in prediction.passages] == [h.id for h in tiny_retriever.search(target, 3, mode="hybrid")]
 
@@ -177,13 +177,13 @@ def test_degenerate_contrast_falls_back_to_the_target_and_is_counted(tiny_retrie
     lm = DummyLM([{"target_hypothesis": target, "mimic_hypothesis": mimic}, ANSWER] * 3)
     program = make_program("chr", retriever=tiny_retriever, roles=LMRoles.from_lms(lm), budget=3, mode="hybrid")
     report = run_evaluation({"chr": program}, tiny_questions, tmp_path / "run", {"dataset": "t"}, progress=False)
-    assert report["methods"][0]["contrast_fallbacks"] == 3
-    assert "| 0 / 3 |" in (tmp_path / "run" / "summary.md").read_text()  # fallbacks (query / contrast)
+    assert report["methods"][0]["fallbacks"] == {"contrast": 3}
+    assert "| contrast 3 |" in (tmp_path / "run" / "summary.md").read_text()  # the fallbacks column
 
 
 def test_distinct_hypotheses_are_not_a_fallback(tiny_retriever):
     prediction, _, counting = run("chr", tiny_retriever)
-    assert getattr(prediction, "contrast_fallback", None) is None
+    assert "contrast" not in prediction.fallbacks
     assert prediction.hypothesis["similarity"] < 0.95
 
 
