@@ -39,6 +39,8 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "parse_failure": bool(getattr(prediction, "parse_failure", False)),
         "error": error,
         "passage_ids": [p["id"] for p in passages],
+        "passage_scores": [round(float(p.get("score", 0.0)), 6) for p in passages],
+        "passage_found_by": [list(p.get("found_by") or ()) for p in passages],  # which queries found each
         "queries": getattr(prediction, "queries", None) or [],
         "hypothesis": getattr(prediction, "hypothesis", None),
         "hypothesis_option": getattr(prediction, "hypothesis_option", None),

@@ -187,6 +187,16 @@ def report_from_dir(out_dir: str | Path) -> dict:
 
     A partial run is reported on the questions every method has finished, so methods are compared on the same
     questions; the report says how many of the planned questions that is."""
+    settings, rows, methods, coverage = current_rows(out_dir)
+    if coverage:
+        complete = set(coverage.pop("complete"))
+        rows = [r for r in rows if r["question_id"] in complete]
+    return write_report(rows, settings, methods, Path(out_dir), coverage)
+
+
+def current_rows(out_dir: str | Path) -> tuple[dict, list[dict], list[str], dict | None]:
+    """A results directory's settings, its current rows (a superseded or stale row left out), its methods, and, for
+    a partial run, its coverage (with `complete`: the questions every method has finished)."""
     out_dir = Path(out_dir)
     settings_path, rows_path = out_dir / SETTINGS, out_dir / ROWS
     for path in (settings_path, rows_path):
@@ -209,6 +219,5 @@ def report_from_dir(out_dir: str | Path) -> dict:
     coverage = None
     if len(complete) < planned:
         coverage = {"questions_complete": len(complete), "questions_planned": planned, "rows": len(rows),
-                    "per_method": _progress(rows, methods)}
-        rows = [r for r in rows if r["question_id"] in complete]
-    return write_report(rows, settings, methods, out_dir, coverage)
+                    "per_method": _progress(rows, methods), "complete": sorted(complete)}
+    return settings, rows, methods, coverage

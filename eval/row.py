@@ -28,6 +28,8 @@ class ResultRow:
     details: dict = field(default_factory=dict)  # the program's own per-question fields (its row_fields)
     error: str | None = None
     passage_ids: list[str] = field(default_factory=list)
+    passage_scores: list[float] = field(default_factory=list)  # each passage's retrieval score, in context order
+    passage_found_by: list[list[int]] = field(default_factory=list)  # positions in `queries` that found each
     queries: list[str] = field(default_factory=list)
     hypothesis: dict | None = None
     hypothesis_option: str | None = None  # the option the hypothesis names (HCQR's letter; CHR's H+ by option text)

@@ -18,6 +18,7 @@ from hyporag.eval.evaluate import evaluate
 from hyporag.eval.report import write_report
 from hyporag.eval.results_store import ResultsStore
 from hyporag.eval.row import ResultRow
+from hyporag.eval.viewer import write_view
 from hyporag.questions.records import question_fingerprint
 
 
@@ -40,6 +41,8 @@ def run_evaluation(programs: dict[str, Callable], examples: Sequence[dspy.Exampl
         rows = [r for r in store.latest() if r["method"] in programs
                 and r.get("question_fingerprint") == fingerprints.get(r["question_id"])]
         report = write_report(rows, settings, list(programs), out_dir)
+        questions = {e.id: {"question": e.question, "options": dict(e.options)} for e in examples}
+        report["view"] = str(write_view([out_dir], questions=questions))
     refuse_all_errored(rows, out_dir)
     return report
 

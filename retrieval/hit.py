@@ -11,6 +11,7 @@ class Hit:
     title: str
     contents: str
     score: float
+    found_by: tuple[int, ...] = ()  # after a multi-query merge: the queries (by position) whose lists held it
 
     def to_dict(self) -> dict:
         return asdict(self)

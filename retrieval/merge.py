@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from hyporag.errors import ConfigError
 from hyporag.retrieval.hit import Hit
@@ -44,6 +45,10 @@ def merge_to_budget(ranked_lists: Sequence[Sequence[Hit]], budget: int = 15, pol
         order = _summed(ranked_lists, normalize)
     else:
         raise ConfigError(f"unknown merge policy {policy!r}: use one of {', '.join(MERGE_POLICIES)}")
+    finders: dict[str, tuple[int, ...]] = {}
+    for position, ranked in enumerate(ranked_lists):
+        for hit in ranked:
+            finders[hit.id] = (*finders.get(hit.id, ()), position)
     merged: list[Hit] = []
     seen: set[str] = set()
     for hit in order:
@@ -51,5 +56,5 @@ def merge_to_budget(ranked_lists: Sequence[Sequence[Hit]], budget: int = 15, pol
             break
         if hit.id not in seen:
             seen.add(hit.id)
-            merged.append(hit)
+            merged.append(replace(hit, found_by=finders[hit.id]))
     return merged

@@ -63,6 +63,18 @@ class PassageStore:
             }
         return [found[int(r)] for r in rows]
 
+    def by_ids(self, ids: Sequence[str]) -> dict[str, Passage]:
+        """Passages by id (those the store holds): what a viewer of a run's retrieved ids needs."""
+        wanted = sorted(set(ids))
+        found: dict[str, Passage] = {}
+        with self._lock:
+            for start in range(0, len(wanted), 900):  # SQLite's bound-parameter limit
+                chunk = wanted[start:start + 900]
+                query = f"SELECT pid, title, contents FROM passages WHERE pid IN ({','.join('?' * len(chunk))})"
+                found.update({pid: Passage(pid, title, contents) for pid, title, contents in
+                              self._conn.execute(query, chunk)})
+        return found
+
     def longest(self, count: int) -> list[Passage]:
         """The `count` longest passages: the largest context a budget of `count` can put in a prompt. One scan of
         the store per count, remembered (the store is read-only), however many programs ask."""

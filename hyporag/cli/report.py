@@ -15,11 +15,13 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace, config: RunConfig) -> int:
     from hyporag.eval.report import markdown, report_from_dir
+    from hyporag.eval.viewer import write_view
 
     result = report_from_dir(args.run_dir)
     print(markdown(result))
+    view = write_view([args.run_dir])
     print(f"written: {args.run_dir}/summary.json, summary.md, summary.csv"
-          + "".join(f", {Path(p).name}" for p in result.get("plots", [])))
+          + "".join(f", {Path(p).name}" for p in result.get("plots", [])) + f", {view.name}")
     return 0
 
 

@@ -106,6 +106,7 @@ def evaluate(run: RunConfig, settings: EvalSettings | None = None, roles=None, e
                     "budget": _shared(programs, "budget"), "reasoning": _shared(programs, "reasoning"),
                     "retriever": getattr(retriever, "mode", None), "dur": run.dur,
                     "index_fingerprint": getattr(retriever, "fingerprint", None),
+                    "index_dir": str(retriever.directory) if getattr(retriever, "directory", None) else None,
                     "program": {m: p.settings() for m, p in programs.items()},
                     "effective": {m: p.effective_settings() for m, p in programs.items()},
                     "skipped_too_long": planned - len(examples), "context_check": context_check}

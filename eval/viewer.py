@@ -1,0 +1,153 @@
+"""`hyporag view`: one self-contained HTML page of one or more runs, to check the mechanism on single questions.
+
+The page holds the summary (accuracy with intervals, McNemar against rag, DUR, cost per role, the hypothesis
+mechanism, parse rule and protocol, the plots), a filterable, sortable table with one row per question and a ✓/✗
+column per method, and a page per question with each method's hypothesis, queries, passages (each option's text
+highlighted, gold apart from the distractors), scores, judge label and answer side by side. Data is embedded once
+(a passage's text once however many rows retrieved it) and drawn lazily in the page; nothing is fetched from the
+network. A directory holding several runs (a reproduce grid, a fit) becomes one page with a cell per run.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from hyporag.atomic import write_text_atomic
+from hyporag.errors import HyporagError
+from hyporag.eval.report import build_report, current_rows
+from hyporag.eval.results_store import ROWS
+
+VIEW = "report.html"
+ROW_FIELDS = ("question_id", "method", "answer", "gold", "correct", "parse_failure", "error", "passage_ids",
+              "passage_scores", "passage_found_by", "queries", "hypothesis", "hypothesis_option", "fallbacks",
+              "details", "calls", "input_tokens", "output_tokens", "seconds", "cost_by_role", "gold_in_context",
+              "distractor_in_context", "judge_label", "judge_reason")
+
+
+def find_runs(paths: Iterable[str | Path]) -> list[Path]:
+    """Each path's results directories: itself when it holds results.jsonl, else every one below it, in order."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if (path / ROWS).is_file():
+            found.append(path)
+        elif path.is_dir():
+            found += sorted(p.parent for p in path.rglob(ROWS))
+        else:
+            raise HyporagError(f"{path}: not a directory; give a run directory (holding {ROWS}) or a folder of them")
+    if not found:
+        raise HyporagError(f"{', '.join(map(str, paths))}: no {ROWS} here or below; is this a `hyporag eval` run?")
+    return found
+
+
+def _questions_of(settings: dict, given: dict[str, dict] | None) -> tuple[dict[str, dict], str | None]:
+    """Question text and options by id: as given (the evaluation that just ran), else the run's dataset reloaded."""
+    if given is not None:
+        return given, None
+    from hyporag.questions.datasets import load_benchmark
+
+    try:
+        loaded = load_benchmark(settings["dataset"], settings.get("data_dir"))
+    except (HyporagError, KeyError, TypeError) as exc:
+        return {}, f"question text not shown: the dataset {settings.get('dataset')!r} did not load ({exc})"
+    return {e.id: {"question": e.question, "options": dict(e.options)} for e in loaded.examples}, None
+
+
+def _passages_of(settings: dict, ids: set[str]) -> tuple[dict[str, dict], str | None]:
+    """Title and text of the retrieved passages, from the index the run recorded (read-only)."""
+    from hyporag.retrieval.store import PassageStore
+
+    directory = settings.get("index_dir")
+    path = Path(directory) / PassageStore.FILENAME if directory else None
+    if not ids:
+        return {}, None
+    if path is None or not path.is_file():
+        return {}, f"passage text not shown: the run's index ({directory or 'not recorded'}) is not here"
+    store = PassageStore(path)
+    try:
+        return {pid: {"title": p.title, "contents": p.contents} for pid, p in store.by_ids(sorted(ids)).items()}, None
+    finally:
+        store.close()
+
+
+def _plots(run_dir: Path) -> dict[str, str]:
+    return {p.stem: "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()
+            for p in sorted(run_dir.glob("*.png"))}
+
+
+def run_data(run_dir: Path, name: str, questions: dict[str, dict] | None = None) -> dict[str, Any]:
+    """One run as the page reads it: settings, summary on the questions every method finished, rows, texts."""
+    settings, rows, methods, coverage = current_rows(run_dir)
+    complete = set(coverage.pop("complete")) if coverage else None
+    summary = build_report([r for r in rows if complete is None or r["question_id"] in complete], settings, methods)
+    if coverage:
+        summary["coverage"] = coverage
+    texts, question_note = _questions_of(settings, questions)
+    passages, passage_note = _passages_of(settings, {p for r in rows for p in r.get("passage_ids") or []})
+    return {"name": name, "settings": settings, "summary": summary, "methods": methods,
+            "rows": [{k: r.get(k) for k in ROW_FIELDS} for r in rows], "plots": _plots(run_dir),
+            "questions": {q: texts[q] for q in {r["question_id"] for r in rows} if q in texts},
+            "passages": passages, "notes": [n for n in (question_note, passage_note) if n]}
+
+
+def page(runs: Sequence[dict[str, Any]], title: str) -> str:
+    """The HTML: the template with the data inline (a `</script>` inside passage text cannot end the block)."""
+    template = resources.files("hyporag.eval").joinpath("viewer.html").read_text(encoding="utf-8")
+    data = json.dumps({"title": title, "runs": list(runs)}, ensure_ascii=False, separators=(",", ":"))
+    return template.replace("__TITLE__", _escape(title)).replace("__DATA__", data.replace("</", "<\\/"))
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def write_view(paths: Iterable[str | Path], out: str | Path | None = None,
+               questions: dict[str, dict] | None = None) -> Path:
+    """Write the page for these runs (default: report.html in the one run directory given) and return its path.
+    `questions` (id -> question, options) saves reloading the dataset when the caller has it."""
+    paths = list(paths)
+    runs = find_runs(paths)
+    base = Path(paths[0])
+    names = [str(r.relative_to(base)) if r != base and r.is_relative_to(base) else r.name for r in runs]
+    target = Path(out) if out else (base / VIEW if len(paths) == 1 and base.is_dir() else Path(VIEW))
+    if target.is_dir():
+        raise HyporagError(f"{target}: is a directory; --out names the HTML file to write")
+    data = [run_data(r, n or r.name, questions) for r, n in zip(runs, names, strict=True)]
+    write_text_atomic(target, page(data, f"hyporag: {', '.join(map(str, paths))}"))
+    return target
+
+
+def serve_view(paths: Iterable[str | Path], port: int = 8765, host: str = "127.0.0.1") -> None:
+    """Serve the page on http://host:port/ and draw it afresh on every request, so a reload shows a running
+    evaluation's new rows. Blocks until interrupted."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    paths = list(paths)
+    find_runs(paths)  # a wrong path fails now, in one line, not on the first request
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path not in ("/", "/index.html"):
+                self.send_error(404)
+                return
+            runs = find_runs(paths)
+            body = page([run_data(r, r.name) for r in runs], f"hyporag: {', '.join(map(str, paths))}").encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    print(f"serving {', '.join(map(str, paths))} on http://{host}:{server.server_port}/ (Ctrl-C stops)", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()

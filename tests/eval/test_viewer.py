@@ -1,0 +1,102 @@
+"""The run viewer: report.html after every evaluation, self-contained, opened in a real headless Chromium where
+one is installed (Debian's `chromium` + `chromium-driver`; skipped with the reason otherwise)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+from dspy.utils import DummyLM
+
+from hyporag.errors import HyporagError
+from hyporag.eval.runner import run_evaluation
+from hyporag.eval.viewer import write_view
+from hyporag.lm.client import LMRoles
+from hyporag.programs.baselines import CoT, SimpleRAG
+
+
+def two_method_run(tiny_retriever, tiny_questions, out):
+    """rag right on all three; cot wrong on q1 and q3: 'rag right, cot wrong' must show exactly q1 and q3."""
+    rag = SimpleRAG(retriever=tiny_retriever, roles=LMRoles.from_lms(DummyLM([{"answer": a} for a in "BCA"])),
+                    budget=3)
+    cot = CoT(roles=LMRoles.from_lms(DummyLM([{"answer": a} for a in "ACB"])))
+    settings = {"dataset": "tiny", "index_dir": str(tiny_retriever.directory), "methods": ["rag", "cot"]}
+    return run_evaluation({"rag": rag, "cot": cot}, tiny_questions, out, settings, progress=False)
+
+
+def test_every_evaluation_writes_a_self_contained_view(tiny_retriever, tiny_questions, tmp_path):
+    report = two_method_run(tiny_retriever, tiny_questions, tmp_path / "run")
+    html = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    assert report["view"] == str(tmp_path / "run" / "report.html")
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # nothing fetched from the network
+    data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', html, re.S).group(1))
+    run = data["runs"][0]
+    assert {r["question_id"] for r in run["rows"]} == {"q1", "q2", "q3"} and run["methods"] == ["rag", "cot"]
+    assert run["questions"]["q1"]["options"]["B"] == "Beta cells"
+    retrieved = {p for r in run["rows"] for p in r["passage_ids"]}
+    assert retrieved and retrieved <= set(run["passages"])  # each retrieved passage's text, once
+    assert all(len(r["passage_scores"]) == len(r["passage_ids"]) for r in run["rows"])
+
+
+def test_a_folder_of_runs_is_one_page_and_a_missing_run_is_one_line(tiny_retriever, tiny_questions, tmp_path):
+    two_method_run(tiny_retriever, tiny_questions, tmp_path / "grid" / "a")
+    two_method_run(tiny_retriever, tiny_questions, tmp_path / "grid" / "b")
+    out = write_view([tmp_path / "grid"], out=tmp_path / "grid.html")
+    names = [r["name"] for r in json.loads(re.search(r'id="data">(.*?)</script>', out.read_text(), re.S)
+                                           .group(1))["runs"]]
+    assert names == ["a", "b"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(HyporagError, match="no results.jsonl here or below"):
+        write_view([tmp_path / "empty"])
+
+
+def chromium():
+    """A headless Chromium through chromedriver, or the reason there is none."""
+    try:
+        from selenium import webdriver
+    except ImportError:
+        pytest.skip("selenium is not installed (pip install selenium)")
+    if not (shutil.which("chromium") and shutil.which("chromedriver")):
+        pytest.skip("Debian's chromium and chromium-driver are not installed "
+                    "(apt-get install chromium chromium-driver)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    flags = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000")
+    for flag in flags:
+        options.add_argument(flag)
+    service = webdriver.ChromeService(executable_path=shutil.which("chromedriver"))
+    return webdriver.Chrome(options=options, service=service)
+
+
+def test_the_page_in_chromium_filters_and_shows_a_question_side_by_side(tiny_retriever, tiny_questions, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    two_method_run(tiny_retriever, tiny_questions, tmp_path / "run")
+    browser = chromium()
+    try:
+        browser.get((tmp_path / "run" / "report.html").as_uri())
+        assert "rag" in browser.find_element(By.ID, "summary").text
+        Select(browser.find_element(By.ID, "f-right")).select_by_visible_text("rag")
+        Select(browser.find_element(By.ID, "f-wrong")).select_by_visible_text("cot")
+        shown = [tr.get_attribute("data-id") for tr in browser.find_elements(By.CSS_SELECTOR, "tr.question")]
+        assert shown == ["q1", "q3"]
+        assert browser.find_element(By.ID, "count").text == "2 of 3 questions"
+        Select(browser.find_element(By.ID, "f-right")).select_by_visible_text("cot")
+        Select(browser.find_element(By.ID, "f-wrong")).select_by_visible_text("rag")
+        assert browser.find_elements(By.CSS_SELECTOR, "tr.question") == []  # cot is never right where rag is wrong
+        Select(browser.find_element(By.ID, "f-right")).select_by_visible_text("rag")
+        Select(browser.find_element(By.ID, "f-wrong")).select_by_visible_text("cot")
+        browser.find_element(By.CSS_SELECTOR, 'tr.question[data-id="q1"]').click()
+        columns = browser.find_elements(By.CSS_SELECTOR, "#columns .column")
+        assert [c.get_attribute("data-method") for c in columns] == ["rag", "cot"]
+        assert "Which cells secrete insulin?" in browser.find_element(By.ID, "question-text").text
+        gold = [m.text.lower() for m in columns[0].find_elements(By.CSS_SELECTOR, "mark.gold")]
+        assert "beta cells" in gold  # the gold option's text, highlighted in rag's passages
+        assert columns[1].find_elements(By.CSS_SELECTOR, ".passage") == []  # cot retrieves nothing
+        browser.save_screenshot(str(tmp_path / "question.png"))
+        assert (tmp_path / "question.png").stat().st_size > 10_000
+    finally:
+        browser.quit()
