@@ -24,6 +24,8 @@ _EXPORTS = {
     "option_evidence": "hyporag.eval.evidence",
     "cell": "hyporag.eval.report",
     "report_from_dir": "hyporag.eval.report",
+    "write_view": "hyporag.eval.viewer",
+    "serve_view": "hyporag.eval.viewer",
 }
 
 __all__ = list(_EXPORTS)

@@ -57,11 +57,12 @@ def _questions_of(settings: dict, given: dict[str, dict] | None) -> tuple[dict[s
     return {e.id: {"question": e.question, "options": dict(e.options)} for e in loaded.examples}, None
 
 
-def _passages_of(settings: dict, ids: set[str]) -> tuple[dict[str, dict], str | None]:
-    """Title and text of the retrieved passages, from the index the run recorded (read-only)."""
+def _passages_of(settings: dict, ids: set[str], index_dir: str | Path | None = None
+                 ) -> tuple[dict[str, dict], str | None]:
+    """Title and text of the retrieved passages, from the index the run recorded or the one given (read-only)."""
     from hyporag.retrieval.store import PassageStore
 
-    directory = settings.get("index_dir")
+    directory = index_dir or settings.get("index_dir")
     path = Path(directory) / PassageStore.FILENAME if directory else None
     if not ids:
         return {}, None
@@ -79,7 +80,8 @@ def _plots(run_dir: Path) -> dict[str, str]:
             for p in sorted(run_dir.glob("*.png"))}
 
 
-def run_data(run_dir: Path, name: str, questions: dict[str, dict] | None = None) -> dict[str, Any]:
+def run_data(run_dir: Path, name: str, questions: dict[str, dict] | None = None,
+             index_dir: str | Path | None = None) -> dict[str, Any]:
     """One run as the page reads it: settings, summary on the questions every method finished, rows, texts."""
     settings, rows, methods, coverage = current_rows(run_dir)
     complete = set(coverage.pop("complete")) if coverage else None
@@ -87,7 +89,7 @@ def run_data(run_dir: Path, name: str, questions: dict[str, dict] | None = None)
     if coverage:
         summary["coverage"] = coverage
     texts, question_note = _questions_of(settings, questions)
-    passages, passage_note = _passages_of(settings, {p for r in rows for p in r.get("passage_ids") or []})
+    passages, passage_note = _passages_of(settings, {p for r in rows for p in r.get("passage_ids") or []}, index_dir)
     return {"name": name, "settings": settings, "summary": summary, "methods": methods,
             "rows": [{k: r.get(k) for k in ROW_FIELDS} for r in rows], "plots": _plots(run_dir),
             "questions": {q: texts[q] for q in {r["question_id"] for r in rows} if q in texts},
@@ -106,9 +108,10 @@ def _escape(text: str) -> str:
 
 
 def write_view(paths: Iterable[str | Path], out: str | Path | None = None,
-               questions: dict[str, dict] | None = None) -> Path:
+               questions: dict[str, dict] | None = None, index_dir: str | Path | None = None) -> Path:
     """Write the page for these runs (default: report.html in the one run directory given) and return its path.
-    `questions` (id -> question, options) saves reloading the dataset when the caller has it."""
+    `questions` (id -> question, options) saves reloading the dataset when the caller has it; `index_dir` names
+    the index for runs that did not record theirs."""
     paths = list(paths)
     runs = find_runs(paths)
     base = Path(paths[0])
@@ -116,7 +119,7 @@ def write_view(paths: Iterable[str | Path], out: str | Path | None = None,
     target = Path(out) if out else (base / VIEW if len(paths) == 1 and base.is_dir() else Path(VIEW))
     if target.is_dir():
         raise HyporagError(f"{target}: is a directory; --out names the HTML file to write")
-    data = [run_data(r, n or r.name, questions) for r, n in zip(runs, names, strict=True)]
+    data = [run_data(r, n or r.name, questions, index_dir) for r, n in zip(runs, names, strict=True)]
     write_text_atomic(target, page(data, f"hyporag: {', '.join(map(str, paths))}"))
     return target
 

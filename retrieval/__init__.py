@@ -10,6 +10,7 @@ from hyporag.retrieval.mapped import release_pages
 from hyporag.retrieval.merge import MERGE_POLICIES, merge_to_budget
 from hyporag.retrieval.query import WeightedQuery
 from hyporag.retrieval.retriever import MODES, Retriever
+from hyporag.retrieval.store import PassageStore
 
 __all__ = [
     "CORPORA",
@@ -20,6 +21,7 @@ __all__ = [
     "Hit",
     "LambdaSchedule",
     "Passage",
+    "PassageStore",
     "Retriever",
     "WeightedQuery",
     "build_faiss",
