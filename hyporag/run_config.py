@@ -57,6 +57,7 @@ class RunConfig:
     skip_bad_rows: bool = False
     dur: bool = False
     debug: bool = False
+    track: str | None = None  # an MLflow tracking URI: the job is logged as an MLflow run (hyporag[mlflow])
     program_settings: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # setting -> where it came from (flag, file, default)
 

@@ -80,6 +80,8 @@ def add_run_args(parser: argparse.ArgumentParser, dataset_help: str | None) -> N
     parser.add_argument("--limit", type=int, help="first N questions after a seeded shuffle")
     parser.add_argument("--seed", type=int, help="shuffle and split seed (default 0)")
     parser.add_argument("--threads", type=int, help="questions answered at once (default 1)")
+    parser.add_argument("--track", metavar="URI", help="log this job as an MLflow run at URI (http://host:5000, "
+                        "sqlite:///mlflow.db, a folder); needs pip install 'hyporag[mlflow]'")
     parser.add_argument("--skip-bad-rows", action="store_const", const=True,
                         help="skip (and count) bad rows and over-long questions instead of stopping")
 

@@ -12,6 +12,7 @@ from hyporag.builders import artifact_config
 from hyporag.jobs.evaluate import as_roles
 from hyporag.jobs.optimizing import base_program, make_metric_for, optimizer_splits, reflection_lm
 from hyporag.jobs.settings import CompileSettings
+from hyporag.jobs.tracking import tracked_job
 from hyporag.run_config import RunConfig
 
 
@@ -35,11 +36,22 @@ class CompileResult:
 
 def compile(settings: CompileSettings, run: RunConfig | None = None, roles=None, program=None,  # noqa: A001
             examples: Sequence | None = None) -> CompileResult:
-    """Compile `program` (or the settings' method, or the run's --program) on a seeded train / validation split."""
+    """Compile `program` (or the settings' method, or the run's --program) on a seeded train / validation split;
+    with `run.track`, one MLflow run holding the frozen artifact."""
+    run = run or RunConfig()
+    with tracked_job(run, "compile", settings, settings.out, beside=True) as tracker:
+        result = _compile(settings, run, roles, program, examples)
+        if tracker:
+            tracker.metrics({"validation_before": result.before, "validation_after": result.after,
+                             "seconds": result.seconds, "lm_calls": result.lm_calls})
+            tracker.directory(result.artifact, "artifact")
+    return result
+
+
+def _compile(settings: CompileSettings, run: RunConfig, roles, program, examples) -> CompileResult:
     from hyporag.optimizers.artifact import save_artifact
     from hyporag.optimizers.compile import compile_program
 
-    run = run or RunConfig()
     if run.program:  # a frozen start point brings its own settings (protocol included) for the LMs too
         run = artifact_config(run)
     roles = as_roles(roles, run)

@@ -27,6 +27,7 @@ from hyporag.builders import (
 )
 from hyporag.errors import HyporagError
 from hyporag.jobs.settings import EvalSettings
+from hyporag.jobs.tracking import flat_params, report_metrics, tracked
 from hyporag.run_config import RunConfig
 
 
@@ -65,16 +66,33 @@ def as_roles(roles, config: RunConfig):
 
 def evaluate(run: RunConfig, settings: EvalSettings | None = None, roles=None, examples: Sequence | None = None,
              programs: Mapping[str, Any] | None = None, progress: bool = True) -> EvalReport:
-    """Evaluate and report; an interrupted call re-run with the same settings resumes question by question."""
-    from hyporag.eval import runner
-    from hyporag.eval.ci_gate import check_bars, refuse_unknown_bars, write_junit, write_junit_error
-    from hyporag.programs.judge import ContextJudge
-
+    """Evaluate and report; an interrupted call re-run with the same settings resumes question by question (and,
+    with `run.track`, continues the same MLflow run)."""
     settings = settings or EvalSettings()
     dataset_name = run.dataset or ("examples" if examples is not None else None)
     if dataset_name is None:
         raise HyporagError("eval: give --dataset (a benchmark name or a .jsonl/.csv path), or set it in hyporag.toml")
     suite = f"hyporag-eval-{Path(dataset_name).stem}"
+    out = Path(run.out or Path("runs") / Path(dataset_name).stem)
+    with tracked(run.track, "eval", out) as tracker:
+        result = _evaluate(run, settings, roles, examples, programs, progress, dataset_name, suite, out, tracker)
+        if tracker:
+            log_evaluation(tracker, result.report, out)
+    return result
+
+
+def log_evaluation(tracker, report: dict, out: Path, prefix: str = "", under: str | None = None) -> None:
+    """An evaluation's metrics and files in the job's MLflow run (a reproduce cell's under its own names)."""
+    tracker.metrics(report_metrics(report, prefix))
+    tracker.artifacts(out, under=under)
+
+
+def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs, progress: bool, dataset_name: str,
+              suite: str, out: Path, tracker) -> EvalReport:
+    from hyporag.eval import runner
+    from hyporag.eval.ci_gate import check_bars, refuse_unknown_bars, write_junit, write_junit_error
+    from hyporag.programs.judge import ContextJudge
+
     try:
         examples, where, source, size = _questions(run, examples)
         if run.program:
@@ -98,7 +116,6 @@ def evaluate(run: RunConfig, settings: EvalSettings | None = None, roles=None, e
         examples, context_check = fit_to_context(examples, where, programs, roles, run)
         if not examples:
             raise HyporagError(f"{dataset_name}: no question fits the context of {roles.answer.spec}")
-        out = Path(run.out or Path("runs") / Path(dataset_name).stem)
         # what the programs really run with (a --program brings its own budget and answer step, not the flags')
         recorded = {"dataset": dataset_name, "dataset_source": source, "n": len(examples), "seed": run.seed,
                     "methods": list(programs), "lms": roles.specs(), "lm_identities": roles.identities(),
@@ -110,6 +127,10 @@ def evaluate(run: RunConfig, settings: EvalSettings | None = None, roles=None, e
                     "program": {m: p.settings() for m, p in programs.items()},
                     "effective": {m: p.effective_settings() for m, p in programs.items()},
                     "skipped_too_long": planned - len(examples), "context_check": context_check}
+        if tracker:
+            tracker.params(flat_params("", {k: recorded[k] for k in (
+                "dataset", "n", "seed", "methods", "lms", "adapters", "budget", "retriever", "dur",
+                "index_fingerprint", "program")}))
         judge = ContextJudge(roles.judge) if run.dur else None
         report = runner.run_evaluation(programs, examples, out, recorded, threads=run.threads, judge=judge,
                                        progress=progress, debug=run.debug)

@@ -20,6 +20,7 @@ from hyporag.errors import HyporagError
 from hyporag.jobs.evaluate import as_roles
 from hyporag.jobs.optimizing import make_metric_for, reflection_lm, tune_modes
 from hyporag.jobs.settings import FitSettings
+from hyporag.jobs.tracking import metric_name, tracked_job
 from hyporag.run_config import RunConfig
 
 
@@ -56,7 +57,20 @@ def _plan(settings: FitSettings, run: RunConfig, method: str, questions: str):
 
 
 def fit(settings: FitSettings, run: RunConfig | None = None, roles=None) -> FitResult:
-    """All stages (those finished before are skipped); returns the fit directory and its record."""
+    """All stages (those finished before are skipped); returns the fit directory and its record. With `run.track`,
+    one MLflow run: held-out accuracy per program, the report, the held-out rows and the frozen artifact."""
+    run = run or RunConfig()
+    with tracked_job(run, "fit", settings, settings.out) as tracker:
+        result = _fit(settings, run, roles)
+        if tracker:
+            tracker.metrics({metric_name(f"heldout.{m}.accuracy"): a for m, a in result.heldout_accuracy.items()})
+            tracker.artifacts(result.out, names=("report.md", "report.json", "fit.json", "accuracy.png"))
+            tracker.artifacts(result.out / "heldout", under="heldout")
+            tracker.directory(result.artifact, "artifact")
+    return result
+
+
+def _fit(settings: FitSettings, run: RunConfig, roles) -> FitResult:
     from hyporag.eval.runner import run_evaluation
     from hyporag.jobs.fit_report import write_fit_report
     from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest, save_artifact

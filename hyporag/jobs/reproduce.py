@@ -13,8 +13,9 @@ from pathlib import Path
 
 from hyporag.atomic import write_json_atomic, write_text_atomic
 from hyporag.errors import ConfigError
-from hyporag.jobs.evaluate import evaluate
+from hyporag.jobs.evaluate import evaluate, log_evaluation
 from hyporag.jobs.settings import ReproduceSettings
+from hyporag.jobs.tracking import tracked_job
 from hyporag.reproduction.paper_tables import TABLES, PaperTable, paper, table
 from hyporag.reproduction.report import Cell, markdown
 from hyporag.run_config import DEFAULT_CORPUS, RunConfig
@@ -60,8 +61,18 @@ def cell_config(t: PaperTable, run: RunConfig, dataset: str, variant, methods: t
 
 
 def reproduce(settings: ReproduceSettings, run: RunConfig | None = None, roles=None) -> ReproduceResult:
-    """Every cell of the table (resuming), then the table; `roles` serve every cell (default: the run's LMs)."""
+    """Every cell of the table (resuming), then the table; `roles` serve every cell (default: the run's LMs). With
+    `run.track`, one MLflow run: each cell's metrics under its name, its files in its folder, the table."""
     run = run or RunConfig()
+    root = Path(settings.out) / (settings.table or "")
+    with tracked_job(run, "reproduce", settings, root if settings.table else None) as tracker:
+        result = _reproduce(settings, run.replace(track=None), roles, tracker)
+        if tracker:
+            tracker.artifacts(result.root, names=("table.md", "table.json"))
+    return result
+
+
+def _reproduce(settings: ReproduceSettings, run: RunConfig, roles, tracker) -> ReproduceResult:
     if not settings.table:
         raise ConfigError("reproduce: name a table (hyporag reproduce --list shows them)")
     t = table(settings.table)
@@ -77,6 +88,8 @@ def reproduce(settings: ReproduceSettings, run: RunConfig | None = None, roles=N
             print(f"reproduce {t.name}: {dataset} ({variant.label}) → {out}", file=sys.stderr)
             result = evaluate(cell_config(t, run, dataset, variant, methods, out), roles=roles)
             cells.append(Cell(dataset, variant.label, result.report, result.dataset_size))
+            if tracker:
+                log_evaluation(tracker, result.report, out, prefix=f"{out.name}/", under=out.name)
     text = markdown(t, cells, run.corpus or DEFAULT_CORPUS)
     write_text_atomic(root / "table.md", text)
     write_json_atomic(root / "table.json", {"table": t.name, "cells": [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ from hyporag.builders import artifact_config
 from hyporag.jobs.evaluate import as_roles
 from hyporag.jobs.optimizing import base_program, make_metric_for, optimizer_splits, tune_modes
 from hyporag.jobs.settings import TuneSettings
+from hyporag.jobs.tracking import flat_params, tracked_job
 from hyporag.run_config import RunConfig
 
 STUDIES = Path("runs") / "studies"
@@ -30,16 +31,33 @@ class TuneResult:
     lm_calls: int
     program: Any
     artifact: Path | None
+    history: list[dict[str, Any]] = field(default_factory=list)  # every trial: number, params, value, state
 
 
 def tune(settings: TuneSettings, run: RunConfig | None = None, roles=None, program=None,
          examples: Sequence | None = None) -> TuneResult:
-    """Run (or resume) the study on the validation split; several workers may share one `storage`."""
+    """Run (or resume) the study on the validation split; several workers may share one `storage`. With
+    `run.track`, one MLflow run with each trial a child run."""
+    run = run or RunConfig()
+    with tracked_job(run, "tune", settings, settings.out, beside=True) as tracker:
+        result = _tune(settings, run, roles, program, examples)
+        if tracker:
+            for trial in result.history:
+                tracker.child(f"trial {trial['number']}", flat_params("", trial["params"]),
+                              {"value": trial["value"]} if trial["value"] is not None else {})
+            tracker.metrics({"best_value": result.best_value, "best_trial": result.best_trial,
+                             "trials": result.trials, "failed_trials": result.failed, "seconds": result.seconds,
+                             "lm_calls": result.lm_calls})
+            if result.artifact:
+                tracker.directory(result.artifact, "artifact")
+    return result
+
+
+def _tune(settings: TuneSettings, run: RunConfig, roles, program, examples) -> TuneResult:
     from hyporag.lm.cost import CostMeter
     from hyporag.optimizers.artifact import save_artifact
     from hyporag.optimizers.tune import best_program, open_study, run_study, variant
 
-    run = run or RunConfig()
     if run.program:  # a frozen start point brings its own settings (protocol included) for the LMs too
         run = artifact_config(run)
     roles = as_roles(roles, run)
@@ -63,7 +81,9 @@ def tune(settings: TuneSettings, run: RunConfig | None = None, roles=None, progr
             "metric": settings.metric, "splits": split, "validation": {"after": best.value},
             "cost": {"seconds": round(cost["seconds"], 1), "lm_calls": int(cost["calls"])}})
     return TuneResult(best.value, best.params, best.number, len(study.trials), failed, cost["seconds"],
-                      int(cost["calls"]), tuned, Path(settings.out) if settings.out else None)
+                      int(cost["calls"]), tuned, Path(settings.out) if settings.out else None,
+                      [{"number": t.number, "params": t.params, "value": t.value, "state": t.state.name}
+                       for t in study.trials])
 
 
 def study_summary(settings: TuneSettings, run: RunConfig | None = None) -> list[dict[str, Any]]:

@@ -1,0 +1,170 @@
+"""Runs tracked in MLflow (`--track URI`, `track = "..."` in hyporag.toml; needs `pip install 'hyporag[mlflow]'`).
+
+Each job is one MLflow run: params (method settings, protocol, parse rule, LMs per role, corpus fingerprint, code
+version), metrics (accuracy and its interval per method, DUR, calls / tokens / seconds per question), artifacts
+(results, summaries, report.html, plots, a frozen artifact) and DSPy traces through `mlflow.dspy.autolog`. The
+MLflow run id is kept in the job's output directory, so a resumed job continues the same MLflow run instead of
+starting a second one; an interrupted job ends KILLED and a failed one FAILED, never FINISHED.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from hyporag.atomic import write_json_atomic
+from hyporag.errors import ConfigError
+
+RUN_FILE = "mlflow_run.json"
+EXPERIMENT = "hyporag"
+
+
+def _mlflow():
+    try:
+        import mlflow
+    except ImportError:
+        raise ConfigError("--track needs MLflow: pip install 'hyporag[mlflow]' (or pip install mlflow)") from None
+    return mlflow
+
+
+def code_version() -> str:
+    """hyporag's version and, in a git checkout, the commit (with `+dirty` for uncommitted changes)."""
+    from hyporag import __version__
+
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "-C", str(here), "describe", "--always", "--dirty=+dirty"],
+                                capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"{__version__} ({commit})" if commit else __version__
+
+
+def flat_params(prefix: str, value: Any, out: dict[str, str] | None = None) -> dict[str, str]:
+    """Nested settings as MLflow params: `program.chr.lam = 1.0`; values cut to MLflow's 6,000 characters."""
+    out = {} if out is None else out
+    if isinstance(value, dict):
+        for key, item in value.items():
+            flat_params(f"{prefix}.{key}" if prefix else str(key), item, out)
+    else:
+        out[prefix] = (value if isinstance(value, str) else json.dumps(value, default=str))[:6000]
+    return out
+
+
+def report_metrics(report: dict, prefix: str = "") -> dict[str, float]:
+    """Per-method accuracy with its interval, DUR and cost per question, as `rag.accuracy`, `rag.ci95_low`, ..."""
+    metrics: dict[str, float] = {}
+    for s in report.get("methods", []):
+        for key in ("accuracy", "ci95_low", "ci95_high", "dur", "parse_failures", "errors", "calls_per_q",
+                    "input_tokens_per_q", "output_tokens_per_q", "seconds_per_q", "gold_in_context",
+                    "distractor_in_context", "vs_rag_difference", "vs_rag_p_value"):
+            if isinstance(s.get(key), int | float):
+                metrics[metric_name(f"{prefix}{s['method']}.{key}")] = float(s[key])
+    return metrics
+
+
+def metric_name(name: str) -> str:
+    """MLflow names allow letters, digits, `_ - . / space`; a method like `chr@artifact` keeps its meaning."""
+    return "".join(c if c.isalnum() or c in "_-./ " else "_" for c in name)
+
+
+class Tracker:
+    """The open MLflow run of one job: what the job logs as it learns it."""
+
+    def __init__(self, mlflow, run_id: str | None) -> None:
+        self.mlflow, self.run_id = mlflow, run_id
+
+    def params(self, params: dict[str, str]) -> None:
+        logged = self.mlflow.get_run(self.run_id).data.params
+        fresh = {k: v for k, v in params.items() if k not in logged}  # a resumed run keeps its first params
+        for start in range(0, len(fresh), 100):
+            self.mlflow.log_params(dict(list(fresh.items())[start:start + 100]))
+
+    def metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        if metrics:
+            self.mlflow.log_metrics(metrics, step=step)
+
+    def artifacts(self, directory: Path, names: tuple[str, ...] = ("results.jsonl", "summary.md", "summary.json",
+                                                                   "report.html", "run.json"),
+                  under: str | None = None) -> None:
+        for name in names:
+            if (directory / name).is_file():
+                self.mlflow.log_artifact(str(directory / name), artifact_path=under)
+        for plot in sorted(directory.glob("*.png")):
+            self.mlflow.log_artifact(str(plot), artifact_path=under)
+
+    def directory(self, directory: Path, under: str) -> None:
+        if directory.is_dir():
+            self.mlflow.log_artifacts(str(directory), artifact_path=under)
+
+    def child(self, name: str, params: dict[str, str], metrics: dict[str, float]) -> None:
+        """One nested run (a tune trial), finished at once; one already logged (a resumed job) is not logged again."""
+        found = self.mlflow.search_runs(filter_string=f"tags.mlflow.parentRunId = '{self.run_id}' and "
+                                        f"tags.`hyporag.child` = '{name}'", output_format="list")
+        if found:
+            return
+        with self.mlflow.start_run(run_name=name, nested=True, tags={"hyporag.child": name}):
+            self.mlflow.log_params(params)
+            self.mlflow.log_metrics(metrics)
+
+
+def settings_params(settings: Any, run: Any) -> dict[str, str]:
+    """A job's typed settings and the run's program settings and LMs, as params."""
+    import dataclasses
+
+    return flat_params("", {"job": dataclasses.asdict(settings), "program": run.program_settings,
+                            "lms": {"lm": run.lm, "hypothesis": run.hypothesis_lm, "answer": run.answer_lm,
+                                    "judge": run.judge_lm}, "dataset": run.dataset, "corpus": run.corpus,
+                            "seed": run.seed, "limit": run.limit})
+
+
+@contextlib.contextmanager
+def tracked(uri: str | None, job: str, out_dir: str | Path | None, tags: dict[str, str] | None = None,
+            beside: bool = False) -> Iterator[Tracker | None]:
+    """An MLflow run around a job, or nothing when `uri` is None. Resumes the run recorded in `out_dir` (`beside`
+    it, as `<out_dir>.mlflow_run.json`, for an artifact directory, which a freeze replaces whole)."""
+    if not uri:
+        yield None
+        return
+    mlflow = _mlflow()
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_experiment(EXPERIMENT)
+    record = None if not out_dir else Path(f"{out_dir}.{RUN_FILE}") if beside else Path(out_dir) / RUN_FILE
+    known = json.loads(record.read_text()) if record and record.is_file() else {}
+    resume = known.get("run_id") if known.get("tracking_uri") == uri else None
+    run = mlflow.start_run(run_id=resume) if resume else mlflow.start_run(run_name=f"{job} {out_dir or ''}".strip())
+    if record:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(record, {"run_id": run.info.run_id, "tracking_uri": uri, "job": job})
+    version = code_version()
+    mlflow.set_tags({"hyporag.job": job, "hyporag.code_version": version, **(tags or {})})
+    if "code_version" not in mlflow.get_run(run.info.run_id).data.params:
+        mlflow.log_param("code_version", version)
+    autolog = getattr(getattr(mlflow, "dspy", None), "autolog", None)
+    if autolog:
+        autolog(log_traces=True, silent=True)
+    status = "FAILED"
+    try:
+        yield Tracker(mlflow, run.info.run_id)
+        status = "FINISHED"
+    except KeyboardInterrupt:
+        status = "KILLED"
+        raise
+    finally:
+        if autolog:
+            autolog(disable=True, silent=True)
+        mlflow.end_run(status=status)
+
+
+@contextlib.contextmanager
+def tracked_job(run: Any, job: str, settings: Any, out_dir: str | Path | None, beside: bool = False
+                ) -> Iterator[Tracker | None]:
+    """`tracked` for a job with typed settings: its settings and the run's are the MLflow run's params."""
+    with tracked(run.track, job, out_dir, beside=beside) as tracker:
+        if tracker:
+            tracker.params(settings_params(settings, run))
+        yield tracker
