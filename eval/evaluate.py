@@ -37,6 +37,8 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "gold": example.answer,
         "correct": answer == example.answer,
         "parse_failure": bool(getattr(prediction, "parse_failure", False)),
+        "answer_reply": getattr(prediction, "answer_reply", None),
+        "answer_reasoning": getattr(prediction, "answer_reasoning", None),
         "error": error,
         "passage_ids": [p["id"] for p in passages],
         "passage_scores": [round(float(p.get("score", 0.0)), 6) for p in passages],

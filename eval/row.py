@@ -24,6 +24,8 @@ class ResultRow:
     gold: str = ""
     correct: bool = False
     parse_failure: bool = False
+    answer_reply: str | None = None  # the answer field as the LM wrote it (an unparseable one included)
+    answer_reasoning: str | None = None  # the reasoning before the choice, when the protocol asks for it
     fallbacks: dict = field(default_factory=dict)  # kind ("query", "contrast", ...) -> why, or how often
     details: dict = field(default_factory=dict)  # the program's own per-question fields (its row_fields)
     error: str | None = None

@@ -23,7 +23,8 @@ from hyporag.eval.report import build_report, current_rows
 from hyporag.eval.results_store import ROWS
 
 VIEW = "report.html"
-ROW_FIELDS = ("question_id", "method", "answer", "gold", "correct", "parse_failure", "error", "passage_ids",
+ROW_FIELDS = ("question_id", "method", "answer", "gold", "correct", "parse_failure", "answer_reply",
+              "answer_reasoning", "error", "passage_ids",
               "passage_scores", "passage_found_by", "queries", "hypothesis", "hypothesis_option", "fallbacks",
               "details", "calls", "input_tokens", "output_tokens", "seconds", "cost_by_role", "gold_in_context",
               "distractor_in_context", "judge_label", "judge_reason")

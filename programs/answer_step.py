@@ -45,9 +45,10 @@ class AnswerStep(dspy.Module):
         signature = for_domain(base, domain or Domain())
         self.predict = dspy.ChainOfThought(signature) if self.reasoning else dspy.Predict(signature)
 
-    def _unparseable(self, options: dict[str, str]) -> dspy.Prediction:
+    def _unparseable(self, options: dict[str, str], reply: str | None, reasoning: str | None = None
+                     ) -> dspy.Prediction:
         fallback = MIRAGE_FALLBACK if self.parse == "mirage" and MIRAGE_FALLBACK in options else None
-        return dspy.Prediction(answer=fallback, parse_failure=True)
+        return dspy.Prediction(answer=fallback, parse_failure=True, reply=reply, reasoning=reasoning)
 
     def forward(self, question: str, options: dict[str, str], context: str) -> dspy.Prediction:
         predictor = self.predict.predict if self.reasoning else self.predict
@@ -56,9 +57,11 @@ class AnswerStep(dspy.Module):
         try:
             result = predictor(question=question, options=format_options(options), context=context,
                                signature=signature)
-        except AdapterParseError:
-            return self._unparseable(options)
+        except AdapterParseError as exc:  # the reply is kept: a reader checks why it did not parse
+            return self._unparseable(options, str(exc.lm_response)[:4000])
+        reasoning = getattr(result, "reasoning", None)
         letter = str(result.answer).strip().upper()[:1]
         if letter not in options:
-            return self._unparseable(options)
-        return dspy.Prediction(answer=letter, parse_failure=False)
+            return self._unparseable(options, str(result.answer)[:4000], reasoning)
+        return dspy.Prediction(answer=letter, parse_failure=False, reply=str(result.answer)[:4000],
+                               reasoning=reasoning)

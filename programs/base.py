@@ -136,6 +136,8 @@ class MCQProgram(dspy.Module):
         return dspy.Prediction(
             answer=result.answer,
             parse_failure=result.parse_failure,
+            answer_reply=getattr(result, "reply", None),  # the answer field as the LM wrote it
+            answer_reasoning=getattr(result, "reasoning", None),
             passages=[h.to_dict() for h in passages],
             queries=trace.queries,
             hypothesis=trace.hypothesis.to_dict() if trace.hypothesis else None,

@@ -38,6 +38,8 @@ def test_every_evaluation_writes_a_self_contained_view(tiny_retriever, tiny_ques
     retrieved = {p for r in run["rows"] for p in r["passage_ids"]}
     assert retrieved and retrieved <= set(run["passages"])  # each retrieved passage's text, once
     assert all(len(r["passage_scores"]) == len(r["passage_ids"]) for r in run["rows"])
+    assert {r["question_id"]: r["answer_reply"] for r in run["rows"] if r["method"] == "cot"} == \
+        {"q1": "A", "q2": "C", "q3": "B"}  # the reply as the LM wrote it, for the question page
 
 
 def test_a_folder_of_runs_is_one_page_and_a_missing_run_is_one_line(tiny_retriever, tiny_questions, tmp_path):
@@ -96,6 +98,7 @@ def test_the_page_in_chromium_filters_and_shows_a_question_side_by_side(tiny_ret
         gold = [m.text.lower() for m in columns[0].find_elements(By.CSS_SELECTOR, "mark.gold")]
         assert "beta cells" in gold  # the gold option's text, highlighted in rag's passages
         assert columns[1].find_elements(By.CSS_SELECTOR, ".passage") == []  # cot retrieves nothing
+        assert [c.find_element(By.CSS_SELECTOR, "pre.reply").text for c in columns] == ["B", "A"]
         browser.save_screenshot(str(tmp_path / "question.png"))
         assert (tmp_path / "question.png").stat().st_size > 10_000
     finally:

@@ -139,6 +139,7 @@ def test_unparseable_answer_is_a_counted_parse_failure(tiny_retriever):
     with dspy.context(adapter=dspy.ChatAdapter()):
         prediction = program(question="Q?", options={"A": "x", "B": "y"})
     assert prediction.answer is None and prediction.parse_failure
+    assert prediction.answer_reply is not None and "Z" in prediction.answer_reply  # kept, for the viewer
 
 
 def test_retrieval_program_without_retriever_is_a_clear_error():
