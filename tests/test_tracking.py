@@ -154,3 +154,13 @@ def test_track_without_mlflow_says_how_to_install_it(monkeypatch, tmp_path):
                         if name == "mlflow" else real_import(name, *a, **k))
     with pytest.raises(ConfigError, match=r"pip install 'hyporag\[mlflow\]'"), tracked("http://x", "eval", tmp_path):
         pass
+
+
+def test_an_unreachable_tracking_server_is_one_line_and_exit_3(tmp_path, server):
+    out = tmp_path / "run"
+    started = time.time()
+    done = subprocess.run(eval_command(tmp_path, server, f"http://127.0.0.1:{free_port()}", out),
+                          capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr[-800:]
+    assert "the MLflow tracking server did not answer" in done.stderr and "Traceback" not in done.stderr
+    assert time.time() - started < 120 and server.requests == 0  # refused before any LM call

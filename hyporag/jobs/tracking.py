@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from hyporag.atomic import write_json_atomic
-from hyporag.errors import ConfigError
+from hyporag.errors import BackendError, ConfigError
 
 RUN_FILE = "mlflow_run.json"
 EXPERIMENT = "hyporag"
@@ -130,9 +131,16 @@ def tracked(uri: str | None, job: str, out_dir: str | Path | None, tags: dict[st
     if not uri:
         yield None
         return
+    # an unreachable server fails in seconds, not after MLflow's default minutes of retries
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
     mlflow = _mlflow()
     mlflow.set_tracking_uri(uri)
-    mlflow.set_experiment(EXPERIMENT)
+    try:
+        mlflow.set_experiment(EXPERIMENT)
+    except Exception as exc:  # MLflow raises its own and requests' errors; all mean the same here
+        raise BackendError(f"--track {uri}: the MLflow tracking server did not answer ({type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0][:200]}); start it or drop --track") from None
     record = None if not out_dir else Path(f"{out_dir}.{RUN_FILE}") if beside else Path(out_dir) / RUN_FILE
     known = json.loads(record.read_text()) if record and record.is_file() else {}
     resume = known.get("run_id") if known.get("tracking_uri") == uri else None
