@@ -97,10 +97,17 @@ def run_data(run_dir: Path, name: str, questions: dict[str, dict] | None = None,
             "passages": passages, "notes": [n for n in (question_note, passage_note) if n]}
 
 
-def page(runs: Sequence[dict[str, Any]], title: str) -> str:
+def tables_in(paths: Iterable[str | Path]) -> dict[str, str]:
+    """A reproduce grid's printed tables (`table.md` beside its cells), shown on the page's index of runs."""
+    return {str(p): (Path(p) / "table.md").read_text(encoding="utf-8")
+            for p in paths if (Path(p) / "table.md").is_file()}
+
+
+def page(runs: Sequence[dict[str, Any]], title: str, tables: dict[str, str] | None = None) -> str:
     """The HTML: the template with the data inline (a `</script>` inside passage text cannot end the block)."""
     template = resources.files("hyporag.eval").joinpath("viewer.html").read_text(encoding="utf-8")
-    data = json.dumps({"title": title, "runs": list(runs)}, ensure_ascii=False, separators=(",", ":"))
+    data = json.dumps({"title": title, "runs": list(runs), "tables": tables or {}}, ensure_ascii=False,
+                      separators=(",", ":"))
     return template.replace("__TITLE__", _escape(title)).replace("__DATA__", data.replace("</", "<\\/"))
 
 
@@ -121,7 +128,7 @@ def write_view(paths: Iterable[str | Path], out: str | Path | None = None,
     if target.is_dir():
         raise HyporagError(f"{target}: is a directory; --out names the HTML file to write")
     data = [run_data(r, n or r.name, questions, index_dir) for r, n in zip(runs, names, strict=True)]
-    write_text_atomic(target, page(data, f"hyporag: {', '.join(map(str, paths))}"))
+    write_text_atomic(target, page(data, f"hyporag: {', '.join(map(str, paths))}", tables_in(paths)))
     return target
 
 
@@ -139,7 +146,8 @@ def serve_view(paths: Iterable[str | Path], port: int = 8765, host: str = "127.0
                 self.send_error(404)
                 return
             runs = find_runs(paths)
-            body = page([run_data(r, r.name) for r in runs], f"hyporag: {', '.join(map(str, paths))}").encode()
+            body = page([run_data(r, r.name) for r in runs], f"hyporag: {', '.join(map(str, paths))}",
+                        tables_in(paths)).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))

@@ -45,7 +45,10 @@ def test_every_evaluation_writes_a_self_contained_view(tiny_retriever, tiny_ques
 def test_a_folder_of_runs_is_one_page_and_a_missing_run_is_one_line(tiny_retriever, tiny_questions, tmp_path):
     two_method_run(tiny_retriever, tiny_questions, tmp_path / "grid" / "a")
     two_method_run(tiny_retriever, tiny_questions, tmp_path / "grid" / "b")
+    (tmp_path / "grid" / "table.md").write_text("| ours | paper |\n")  # a reproduce grid's printed table
     out = write_view([tmp_path / "grid"], out=tmp_path / "grid.html")
+    assert "| ours | paper |" in json.loads(re.search(r'id="data">(.*?)</script>', out.read_text(), re.S)
+                                           .group(1))["tables"][str(tmp_path / "grid")]
     names = [r["name"] for r in json.loads(re.search(r'id="data">(.*?)</script>', out.read_text(), re.S)
                                            .group(1))["runs"]]
     assert names == ["a", "b"]
