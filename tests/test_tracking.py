@@ -83,6 +83,8 @@ def test_an_eval_is_one_mlflow_run_with_params_metrics_and_artifacts(tmp_path, s
     assert metrics["rag.calls_per_q"] == 1.0 and "rag.seconds_per_q" in metrics
     names = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"results.jsonl", "summary.md", "report.html", "run.json", "accuracy.png"} <= names
+    traces = client.search_traces(locations=[run.info.experiment_id], max_results=50)
+    assert traces, "DSPy's calls are traced through mlflow.dspy.autolog"
 
 
 def test_killed_then_resumed_is_one_run_and_an_interrupt_is_killed(tmp_path, server, tracking_server):
