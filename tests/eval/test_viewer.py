@@ -106,3 +106,28 @@ def test_the_page_in_chromium_filters_and_shows_a_question_side_by_side(tiny_ret
         assert (tmp_path / "question.png").stat().st_size > 10_000
     finally:
         browser.quit()
+
+
+def test_the_page_shows_any_methods_hypothesis_fields(tiny_retriever, tiny_questions, tmp_path):
+    """CHR's H+ and H− are shown from the row's hypothesis fields, with no CHR-specific code in the page."""
+    from selenium.webdriver.common.by import By
+
+    from hyporag.programs.chr import CHR
+
+    lm = DummyLM([{"target_hypothesis": "Beta cells secrete insulin.", "mimic_hypothesis": "Alpha cells do."},
+                  {"answer": "B"}] * 3)
+    program = CHR(retriever=tiny_retriever, roles=LMRoles.from_lms(lm), budget=2)
+    run_evaluation({"chr": program}, tiny_questions, tmp_path / "run",
+                   {"dataset": "tiny", "index_dir": str(tiny_retriever.directory)}, progress=False)
+    browser = chromium()
+    try:
+        browser.get((tmp_path / "run" / "report.html").as_uri() + "#r=0&q=q1")
+        column = browser.find_element(By.CSS_SELECTOR, '#columns .column[data-method="chr"]')
+        fields = {li.text.split(" ", 1)[0]: li.text.split(" ", 1)[1] for li in
+                  column.find_elements(By.CSS_SELECTOR, "ul.details li")}
+        assert "hypothesis Beta cells secrete insulin." in column.text  # H+, the hypothesis text
+        assert fields["mimic"] == "Alpha cells do." and "target" not in fields  # not repeated
+        assert "lambda" in fields and "similarity" in fields
+        assert "names B" in column.text  # the option H+ names, as the typed hypothesis says
+    finally:
+        browser.quit()
