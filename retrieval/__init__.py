@@ -1,6 +1,7 @@
 """Retrieval substrate: corpora, passage store, BM25 (bm25s), dense (sentence-transformers + FAISS), hybrid RRF,
 contrastive scoring for CHR, and the multi-query budget merge for HCQR."""
 
+from hyporag.retrieval.bm25 import BM25Index
 from hyporag.retrieval.corpus import CORPORA, Corpus, Passage, load_corpus
 from hyporag.retrieval.dense import build_faiss, default_nprobe
 from hyporag.retrieval.hit import Hit
@@ -13,6 +14,7 @@ from hyporag.retrieval.retriever import MODES, Retriever
 from hyporag.retrieval.store import PassageStore
 
 __all__ = [
+    "BM25Index",
     "CORPORA",
     "MERGE_POLICIES",
     "MODES",
