@@ -43,12 +43,14 @@ def query_sets(store: PassageStore, count: int, chr_runs: list[Path]) -> dict[st
 
 
 class Tantivy:
-    """tantivy over the store's rows: English stemmer, tantivy's BM25 (k1 = 1.2, b = 0.75), no stopword list."""
+    """tantivy over the store's rows: English stemmer, tantivy's BM25 (k1 = 1.2, b = 0.75), built on two indexing
+    threads. Queries drop bm25s's English stopwords first, as hyporag's BM25 does (the index keeps them)."""
 
     def __init__(self, store: PassageStore, directory: Path) -> None:
         import tantivy
+        from bm25s.stopwords import STOPWORDS_EN
 
-        self.tantivy = tantivy
+        self.tantivy, self.stopwords = tantivy, set(STOPWORDS_EN)
         builder = tantivy.SchemaBuilder()
         builder.add_integer_field("row", stored=True, fast=True)
         builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
@@ -56,7 +58,7 @@ class Tantivy:
         directory.mkdir(parents=True)
         started = time.perf_counter()
         self.index = tantivy.Index(builder.build(), path=str(directory))
-        writer = self.index.writer(heap_size=500_000_000, num_threads=1)
+        writer = self.index.writer(heap_size=1_000_000_000, num_threads=2)  # both cores, as bm25s builds
         row = 0
         for batch in store.texts(20_000):
             for text in batch:
@@ -70,7 +72,8 @@ class Tantivy:
         self.disk = sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
 
     def search(self, text: str) -> list[int]:
-        cleaned = re.sub(r"[^\w\s]", " ", text).lower()  # no query syntax: lower case has no AND / OR / NOT
+        words = re.sub(r"[^\w\s]", " ", text).lower().split()  # no query syntax: lower case has no AND / OR / NOT
+        cleaned = " ".join(w for w in words if w not in self.stopwords) or " ".join(words)
         hits = self.searcher.search(self.index.parse_query(cleaned, ["body"]), K).hits
         return [self.searcher.doc(address)["row"][0] for _, address in hits]
 
