@@ -78,6 +78,29 @@ class Tantivy:
         return [self.searcher.doc(address)["row"][0] for _, address in hits]
 
 
+class Pisa:
+    """PISA through pyterrier-pisa: block-max WAND over compressed postings, BM25 with k1 = 1.5, b = 0.75 (ours),
+    Porter2 stemming, its own stopword list; searched as a user calls it (`bm25(...).search`, a DataFrame)."""
+
+    def __init__(self, store: PassageStore, directory: Path) -> None:
+        import pyterrier_pisa
+
+        shutil.rmtree(directory, ignore_errors=True)
+        started = time.perf_counter()
+        index = pyterrier_pisa.PisaIndex(str(directory), stemmer="porter2", overwrite=True, threads=2)
+        texts = [text for batch in store.texts(20_000) for text in batch]  # read here: PISA reads from its threads
+        index.index({"docno": str(row), "text": text} for row, text in enumerate(texts))
+        if index.num_docs() != store.count:
+            raise RuntimeError(f"pisa indexed {index.num_docs()} of {store.count} passages")
+        self.build_seconds = time.perf_counter() - started
+        self.retriever = index.bm25(k1=1.5, b=0.75, num_results=K)
+        self.disk = sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
+
+    def search(self, text: str) -> list[int]:
+        cleaned = re.sub(r"[^\w\s]", " ", text).lower()
+        return [int(d) for d in self.retriever.search(cleaned)["docno"]]
+
+
 def timed(search, queries: list[str]) -> tuple[list[float], float, list[list[int]]]:
     started = time.perf_counter()
     first = search(queries[0])
@@ -103,7 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--work", type=Path, default=Path("runs/bm25-engines"))
+    parser.add_argument("--extra-path", help="a --target folder holding pyterrier-pisa, searched after the venv's "
+                                             "packages (its pins clash with MLflow's)")
     args = parser.parse_args(argv)
+    if args.extra_path:
+        sys.path.append(args.extra_path)
     import bm25s
 
     store = PassageStore(args.index_dir / PassageStore.FILENAME)
@@ -118,10 +145,18 @@ def main(argv: list[str] | None = None) -> int:
 
     engines = {"hyporag loop": lambda t: [int(r) for r in ours.search_many([t], K)[0][0] if r >= 0],
                "bm25s retrieve": bm25s_own, "tantivy": tv.search}
+    try:
+        pisa = Pisa(store, args.work / "pisa")
+        engines["pisa"] = pisa.search
+    except ImportError as exc:  # pyterrier-pisa's wheel links libtbb.so.2 (LD_LIBRARY_PATH to tbb<2021's lib)
+        print(f"pisa: not measured ({exc})", file=sys.stderr)
+        pisa = None
     bm25_disk = sum(f.stat().st_size for f in (args.index_dir / BM25Index.DIRNAME).rglob("*") if f.is_file())
     builds = {"hyporag loop": (manifest["parts"]["bm25"]["seconds"], bm25_disk),
               "bm25s retrieve": (manifest["parts"]["bm25"]["seconds"], bm25_disk),
               "tantivy": (round(tv.build_seconds, 1), tv.disk)}
+    if pisa:
+        builds["pisa"] = (round(pisa.build_seconds, 1), pisa.disk)
     print(f"{store.count:,} passages; tantivy built in {tv.build_seconds:.1f} s\n")
     print("| query set | n | engine | p50 ms | p95 ms | first query ms | build s | disk MB | top-15 overlap vs bm25s |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
