@@ -11,6 +11,7 @@ network. A directory holding several runs (a reproduce grid, a fit) becomes one 
 from __future__ import annotations
 
 import base64
+import html
 import json
 from collections.abc import Iterable, Sequence
 from importlib import resources
@@ -108,11 +109,18 @@ def page(runs: Sequence[dict[str, Any]], title: str, tables: dict[str, str] | No
     template = resources.files("hyporag.eval").joinpath("viewer.html").read_text(encoding="utf-8")
     data = json.dumps({"title": title, "runs": list(runs), "tables": tables or {}}, ensure_ascii=False,
                       separators=(",", ":"))
-    return template.replace("__TITLE__", _escape(title)).replace("__DATA__", data.replace("</", "<\\/"))
+    return template.replace("__TITLE__", html.escape(title)).replace("__DATA__", data.replace("</", "<\\/"))
 
 
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def render(paths: Sequence[str | Path], questions: dict[str, dict] | None = None,
+           index_dir: str | Path | None = None) -> str:
+    """The page of the runs under `paths`, drawn from their rows as they are now (what `write_view` writes and
+    `serve_view` sends on every request); a run below a given folder is named by its path inside it."""
+    runs = find_runs(paths)
+    base = Path(paths[0])
+    names = [str(r.relative_to(base)) if r != base and r.is_relative_to(base) else r.name for r in runs]
+    data = [run_data(r, n or r.name, questions, index_dir) for r, n in zip(runs, names, strict=True)]
+    return page(data, f"hyporag: {', '.join(map(str, paths))}", tables_in(paths))
 
 
 def write_view(paths: Iterable[str | Path], out: str | Path | None = None,
@@ -121,18 +129,16 @@ def write_view(paths: Iterable[str | Path], out: str | Path | None = None,
     `questions` (id -> question, options) saves reloading the dataset when the caller has it; `index_dir` names
     the index for runs that did not record theirs."""
     paths = list(paths)
-    runs = find_runs(paths)
-    base = Path(paths[0])
-    names = [str(r.relative_to(base)) if r != base and r.is_relative_to(base) else r.name for r in runs]
+    base = Path(paths[0]) if paths else Path()
     target = Path(out) if out else (base / VIEW if len(paths) == 1 and base.is_dir() else Path(VIEW))
     if target.is_dir():
         raise HyporagError(f"{target}: is a directory; --out names the HTML file to write")
-    data = [run_data(r, n or r.name, questions, index_dir) for r, n in zip(runs, names, strict=True)]
-    write_text_atomic(target, page(data, f"hyporag: {', '.join(map(str, paths))}", tables_in(paths)))
+    write_text_atomic(target, render(paths, questions, index_dir))
     return target
 
 
-def serve_view(paths: Iterable[str | Path], port: int = 8765, host: str = "127.0.0.1") -> None:
+def serve_view(paths: Iterable[str | Path], port: int = 8765, host: str = "127.0.0.1",
+               index_dir: str | Path | None = None) -> None:
     """Serve the page on http://host:port/ and draw it afresh on every request, so a reload shows a running
     evaluation's new rows. Blocks until interrupted."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -145,9 +151,7 @@ def serve_view(paths: Iterable[str | Path], port: int = 8765, host: str = "127.0
             if self.path not in ("/", "/index.html"):
                 self.send_error(404)
                 return
-            runs = find_runs(paths)
-            body = page([run_data(r, r.name) for r in runs], f"hyporag: {', '.join(map(str, paths))}",
-                        tables_in(paths)).encode()
+            body = render(paths, index_dir=index_dir).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))

@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
     from hyporag.eval.viewer import serve_view, write_view
 
     if args.serve:
-        serve_view(args.run_dirs, args.port)
+        serve_view(args.run_dirs, args.port, index_dir=args.index_dir)
         return 0
     print(f"written: {write_view(args.run_dirs, args.out, index_dir=args.index_dir)}")
     return 0

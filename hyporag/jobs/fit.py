@@ -81,7 +81,6 @@ def _fit(settings: FitSettings, run: RunConfig, roles) -> FitResult:
     from hyporag.programs.registry import method_entry
     from hyporag.questions.datasets import load_benchmark
 
-    run = run or RunConfig()
     if not run.dataset or not settings.out:
         raise HyporagError("fit needs --dataset (your dev set) and --out (the artifact directory to write)")
     method = read_artifact_manifest(run.program)["method"] if run.program else settings.method
