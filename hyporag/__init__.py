@@ -48,6 +48,8 @@ _EXPORTS = {
     "load_program": "hyporag.jobs.program",
     "OptionContrast": "hyporag.programs.option_contrast",
     "Protocol": "hyporag.programs.protocol",
+    "merge_runs": "hyporag.eval.shards",
+    "merge_tables": "hyporag.jobs.reproduce",
     "write_view": "hyporag.eval.viewer",
     "serve_view": "hyporag.eval.viewer",
     "build_roles": "hyporag.builders",

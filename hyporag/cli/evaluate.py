@@ -25,6 +25,8 @@ def add_parser(sub) -> None:
     ev.add_argument("--fail-under", action="append", metavar="METHOD=ACC",
                     help="exit 1 when METHOD's accuracy is below ACC (repeatable): a CI gate")
     ev.add_argument("--junit", metavar="PATH", help="write a JUnit XML file, one test case per method")
+    ev.add_argument("--shard", metavar="I/N", help="run every N-th question from the I-th, every method (one "
+                    "machine's part of a run; give each shard its own --out and join them with hyporag merge)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,6 +18,8 @@ def add_parser(sub) -> None:
     rep.add_argument("--datasets", help="run only these of the table's datasets (comma-separated)")
     rep.add_argument("--methods", help="run only these of the table's methods (comma-separated)")
     rep.add_argument("--out", help="results root (default runs/reproduce); cells go to <out>/<table>/")
+    rep.add_argument("--shard", metavar="I/N", help="every cell on every N-th question from the I-th (give each "
+                     "shard its own --out; hyporag merge joins them)")
     add_model_and_program_args(rep)
     add_run_args(rep, None)
 

@@ -26,8 +26,9 @@ from hyporag.builders import (
     select_examples,
 )
 from hyporag.errors import HyporagError
+from hyporag.eval.shards import Shard
 from hyporag.jobs.settings import EvalSettings
-from hyporag.jobs.tracking import flat_params, report_metrics, tracked
+from hyporag.jobs.tracking import code_version, flat_params, report_metrics, tracked
 from hyporag.run_config import RunConfig
 
 
@@ -95,6 +96,9 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
 
     try:
         examples, where, source, size = _questions(run, examples)
+        shard = Shard.parse(settings.shard, "eval: shard") if settings.shard else None
+        shard_record = shard.record(examples) if shard else None
+        examples = shard.take(examples) if shard else examples
         if run.program:
             run = artifact_config(run)
         roles = as_roles(roles, run)
@@ -126,7 +130,8 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
                     "index_dir": str(retriever.directory) if getattr(retriever, "directory", None) else None,
                     "program": {m: p.settings() for m, p in programs.items()},
                     "effective": {m: p.effective_settings() for m, p in programs.items()},
-                    "skipped_too_long": planned - len(examples), "context_check": context_check}
+                    "skipped_too_long": planned - len(examples), "context_check": context_check,
+                    "code_version": code_version(), **({"shard": shard_record} if shard else {})}
         if tracker:
             tracker.params(flat_params("", {k: recorded[k] for k in (
                 "dataset", "n", "seed", "methods", "lms", "adapters", "budget", "retriever", "dur",

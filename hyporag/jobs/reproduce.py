@@ -7,6 +7,7 @@ cell. The table itself is redrawn from the cells' reports into `<out>/<table>/ta
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 from hyporag.atomic import write_json_atomic, write_text_atomic
 from hyporag.errors import ConfigError
 from hyporag.jobs.evaluate import evaluate, log_evaluation
-from hyporag.jobs.settings import ReproduceSettings
+from hyporag.jobs.settings import EvalSettings, ReproduceSettings
 from hyporag.jobs.tracking import tracked_job
 from hyporag.reproduction.paper_tables import TABLES, PaperTable, paper, table
 from hyporag.reproduction.report import Cell, markdown
@@ -86,13 +87,47 @@ def _reproduce(settings: ReproduceSettings, run: RunConfig, roles, tracker) -> R
         for dataset in datasets:
             out = root / f"{dataset}-{variant.label}"
             print(f"reproduce {t.name}: {dataset} ({variant.label}) → {out}", file=sys.stderr)
-            result = evaluate(cell_config(t, run, dataset, variant, methods, out), roles=roles)
+            result = evaluate(cell_config(t, run, dataset, variant, methods, out), EvalSettings(shard=settings.shard),
+                              roles=roles)
             cells.append(Cell(dataset, variant.label, result.report, result.dataset_size))
             if tracker:
                 log_evaluation(tracker, result.report, out, prefix=f"{out.name}/", under=out.name)
-    text = markdown(t, cells, run.corpus or DEFAULT_CORPUS)
+    return _write_table(t, root, cells, run.corpus or DEFAULT_CORPUS, settings.shard)
+
+
+def _write_table(t: PaperTable, root: Path, cells: list[Cell], corpus: str, shard: str | None = None,
+                 merged_from: list[str] | None = None) -> ReproduceResult:
+    text = markdown(t, cells, corpus)
     write_text_atomic(root / "table.md", text)
-    write_json_atomic(root / "table.json", {"table": t.name, "cells": [
+    write_json_atomic(root / "table.json", {"table": t.name, "corpus": corpus, "shard": shard,
+                                            **({"merged_from": merged_from} if merged_from else {}), "cells": [
         {"dataset": c.dataset, "variant": c.variant, "dataset_size": c.dataset_size,
          "results": str(root / f"{c.dataset}-{c.variant}")} for c in cells]})
     return ReproduceResult(root, text, cells)
+
+
+def merge_tables(roots: list[str | Path], out: str | Path) -> ReproduceResult:
+    """Shards of one `reproduce` (each `<out>/<table>/` of a `--shard I/N` run) merged cell by cell into
+    `<out>/<table>/`, and the table redrawn from the merged cells."""
+    from hyporag.eval.shards import merge_runs
+
+    tables = []
+    for root in map(Path, roots):
+        path = root / "table.json"
+        if not path.is_file():
+            raise ConfigError(f"{root}: no table.json; give each shard's <out>/<table> directory")
+        tables.append(json.loads(path.read_text(encoding="utf-8")))
+    names = {t["table"] for t in tables}
+    cell_names = [[Path(c["results"]).name for c in t["cells"]] for t in tables]
+    if len(names) > 1 or any(cells != cell_names[0] for cells in cell_names):
+        raise ConfigError(f"{roots[0]}: these shards ran different tables or cells; shards of one reproduce only")
+    t = table(names.pop())
+    root = Path(out) / t.name
+    cells = []
+    for position, entry in enumerate(tables[0]["cells"]):
+        name = Path(entry["results"]).name
+        print(f"merge {t.name}: {name}", file=sys.stderr)
+        report = merge_runs([Path(r) / name for r in roots], root / name)
+        cells.append(Cell(entry["dataset"], entry["variant"], report, tables[0]["cells"][position]["dataset_size"]))
+    return _write_table(t, root, cells, tables[0].get("corpus") or DEFAULT_CORPUS,
+                        merged_from=[str(r) for r in roots])

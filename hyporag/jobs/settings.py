@@ -70,6 +70,11 @@ class EvalSettings(JobSettings):
     job: ClassVar[str] = "eval"
     fail_under: dict[str, float] = field(default_factory=dict)  # method -> lowest passing accuracy
     junit: str | None = None
+    shard: str | None = None  # "I/N": every N-th question of the seeded list, from the I-th (hyporag merge joins)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_shard(self.job, self.shard)
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,18 @@ class ReproduceSettings(JobSettings):
     datasets: tuple[str, ...] | None = None  # None: the table's own
     methods: tuple[str, ...] | None = None
     out: str = "runs/reproduce"
+    shard: str | None = None  # "I/N" in every cell (give each shard its own --out; hyporag merge joins them)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_shard(self.job, self.shard)
+
+
+def check_shard(job: str, shard: str | None) -> None:
+    if shard is not None:
+        from hyporag.eval.shards import Shard
+
+        Shard.parse(shard, f"{job}: shard")
 
 
 JOBS: dict[str, type[JobSettings]] = {s.job: s for s in (EvalSettings, CompileSettings, TuneSettings, FitSettings,
