@@ -67,8 +67,19 @@ def _brief(identity: dict | None) -> str:
     """An identity in a few words: the endpoint and what it serves, a file, or a pinned hash."""
     identity = identity or {}
     parts = [identity.get("endpoint"), identity.get("model_path"), ",".join(identity.get("models") or []) or None,
+             ",".join(identity.get("model_files") or []) or None,
              identity.get("path"), (identity.get("sha256") or "")[:12] or None, identity.get("model")]
     return " ".join(str(p) for p in parts if p) or "unknown"
+
+
+def _other_model(before: dict | None, now: dict | None) -> bool:
+    """Whether a role's model now is not the one recorded; a pool none of whose servers answers reports nothing to
+    compare (its first call stops the run instead)."""
+    return before != now and not any(_unreported_pool(i) for i in (before, now))
+
+
+def _unreported_pool(identity: dict | None) -> bool:
+    return (identity or {}).get("kind") == "server-pool" and not (identity or {}).get("reported")
 
 
 class ResultsStore:
@@ -133,14 +144,20 @@ class ResultsStore:
             keys = ("dataset", "lms", "adapters", "budget", "reasoning", "retriever", "index_fingerprint", "program")
             changed = [k for k in keys if previous is not None and previous.get(k) != self.settings.get(k)]
             before, now = (previous or {}).get("lm_identities"), self.settings.get("lm_identities")
-            if not changed and before and now and before != now:
-                role = next(r for r in ("answer", *now) if before.get(r) != now.get(r))
+            # a pool none of whose servers answers reports nothing to compare: its first call fails the run instead
+            differs = [r for r in ("answer", *(now or {})) if _other_model((before or {}).get(r), (now or {}).get(r))]
+            if not changed and before and now and differs:
+                role = differs[0]
                 raise HyporagError(f"{path}: the {role} model is not the one this run used ({_brief(before.get(role))} "
                                    f"then, {_brief(now.get(role))} now: same name, other weights or endpoint); use "
                                    "another --out (its rows and cached replies are another model's)")
             if changed:
                 raise HyporagError(f"{path}: this results dir holds a run with different {', '.join(changed)}; "
                                    "use another --out (rows from different settings must not mix)")
+            if before and now:  # what a pool reported before stays recorded while none of its servers answers
+                kept = {r: before[r] for r in now if _unreported_pool(now[r]) and before.get(r)}
+                if kept:
+                    self.settings = {**self.settings, "lm_identities": {**now, **kept}}
         try:
             write_json_atomic(path, self.settings)
         except OSError as exc:

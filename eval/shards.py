@@ -21,7 +21,8 @@ from hyporag.errors import ConfigError, HyporagError
 from hyporag.eval.results_store import ROWS, SETTINGS, ResultsStore
 
 # run.json keys that may differ between shards of one run: where each machine keeps its files, and what is per shard
-PER_SHARD = {"shard", "n", "question_fingerprints", "dataset_source", "index_dir", "skipped_too_long", "context_check"}
+PER_SHARD = {"shard", "n", "question_fingerprints", "dataset_source", "index_dir", "skipped_too_long", "context_check",
+             "endpoints"}
 MACHINE_LOCAL = {"endpoint", "path", "mtime_ns", "model_path"}  # of an LM identity: the same weights, elsewhere
 
 
@@ -151,6 +152,9 @@ def merge_runs(directories: Sequence[str | Path], out: str | Path) -> dict:
     settings.update(n=sum(s["n"] for _, s, _ in runs), question_fingerprints={q: all_fingerprints[q] for q in order},
                     skipped_too_long=sum(s.get("skipped_too_long") or 0 for _, s, _ in runs),
                     merged_from=[str(d) for d, _, _ in runs], shards=first["shard"]["count"])
+    served = {str(d): s["endpoints"] for d, s, _ in runs if s.get("endpoints")}
+    if served:  # each machine's own servers: kept per shard
+        settings["shard_endpoints"] = served
     contexts = list(dict.fromkeys(s.get("context_check") for _, s, _ in runs))
     settings["context_check"] = contexts[0] if len(contexts) == 1 else contexts
     position = {q: i for i, q in enumerate(order)}

@@ -11,17 +11,18 @@ from hyporag.run_config import DEFAULT_CORPUS, RunConfig
 
 
 def build_roles(config: RunConfig):
-    from hyporag.lm.client import LMRoles, configure_cache
+    from hyporag.lm.client import ROLES, LMRoles, configure_cache
 
     configure_cache(enabled=not config.no_cache)
     return LMRoles.from_specs(config.lm, config.hypothesis_lm, config.answer_lm, config.judge_lm,
                               adapter=config.adapter, local_adapter=config.protocol.local_adapter,
+                              role_api_bases={role: config.endpoints(role) for role in ROLES},
                               **lm_build_kwargs(config))
 
 
 def lm_build_kwargs(config: RunConfig) -> dict:
     """The `build_lm` settings every LM built from the command line shares (endpoint, key, limits, cache)."""
-    return {"api_base": config.api_base, "api_key": config.api_key, "max_tokens": config.max_tokens,
+    return {"api_base": config.endpoints(), "api_key": config.api_key, "max_tokens": config.max_tokens,
             "cache": not config.no_cache, "timeout": config.timeout, "num_retries": config.retries,
             # the protocol decides whether the embedded engine caps outputs (long reasoning is not cut, as on a server)
             "cap_outputs": config.protocol.caps_engine_output}
@@ -122,7 +123,7 @@ def fit_to_context(examples: list, where, programs: dict, roles, config: RunConf
     from hyporag.eval.prompt_fit import check_prompts_fit
     from hyporag.lm.context_window import context_window
 
-    window = context_window(roles.answer.lm, config.context_tokens, config.api_base)
+    window = context_window(roles.answer.lm, config.context_tokens, next(iter(config.endpoints("answer")), None))
     report = check_prompts_fit(examples, where, programs, window, config.max_tokens, config.skip_bad_rows)
     if report.skipped:
         print(f"skipped {len(report.skipped)} question(s) too long for the context (first: {report.skipped[0]})",

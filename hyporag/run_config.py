@@ -41,6 +41,10 @@ class RunConfig:
     answer_lm: str | None = None
     judge_lm: str | None = None
     api_base: str | None = None
+    api_bases: list[str] = field(default_factory=list)  # several endpoints of one model: one LM behind a Router
+    hypothesis_api_bases: list[str] = field(default_factory=list)  # a role's own endpoints (default: api_bases)
+    answer_api_bases: list[str] = field(default_factory=list)
+    judge_api_bases: list[str] = field(default_factory=list)
     api_key: str | None = None
     max_tokens: int = 512
     timeout: float | None = None
@@ -67,6 +71,12 @@ class RunConfig:
         from hyporag.programs.protocol import protocol_of
 
         return protocol_of(self.program_settings)
+
+    def endpoints(self, role: str | None = None) -> list[str]:
+        """The endpoints serving `role` (or every role): its own, else `api_bases`, else `api_base`; none: the
+        model string's own provider, or the embedded model."""
+        own = getattr(self, f"{role}_api_bases") if role else []
+        return list(own or self.api_bases or ([self.api_base] if self.api_base else []))
 
     @property
     def method_list(self) -> list[str]:

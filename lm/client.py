@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,12 +54,18 @@ def configure_cache(directory: str | os.PathLike | None = None, enabled: bool = 
     return path
 
 
-def build_lm(spec: str, api_base: str | None = None, api_key: str | None = None, temperature: float = 0.0,
-             max_tokens: int = 512, n_ctx: int = 8192, cache: bool = True, timeout: float | None = None,
-             num_retries: int = 3, cap_outputs: bool = True) -> dspy.LM:
+def build_lm(spec: str, api_base: str | Sequence[str] | None = None, api_key: str | None = None,
+             temperature: float = 0.0, max_tokens: int = 512, n_ctx: int = 8192, cache: bool = True,
+             timeout: float | None = None, num_retries: int = 3, cap_outputs: bool = True) -> dspy.LM:
     """A `dspy.LM` for a model string; `local:` specs get the in-process llama.cpp engine, whose output grammar
-    caps strings and lists (`cap_outputs`, the fast protocol) or keeps DSPy's schema as a server gets it (paper)."""
+    caps strings and lists (`cap_outputs`, the fast protocol) or keeps DSPy's schema as a server gets it (paper).
+    Several `api_base`s make one LM over all of them (`hyporag.lm.router`); one behaves as a plain string."""
     from hyporag.lm.model_identity import digest, local_identity, register, server_identity
+
+    bases = [api_base] if isinstance(api_base, str) else list(api_base or [])
+    if len(bases) > 1 and not spec.startswith("local:"):
+        return _routed_lm(spec, bases, api_key, temperature, max_tokens, cache, timeout, num_retries)
+    api_base = bases[0] if bases else None
 
     if spec.startswith("local:"):
         from hyporag.lm.local_engine import LocalEngine
@@ -92,6 +99,42 @@ def build_lm(spec: str, api_base: str | None = None, api_key: str | None = None,
     if api_base:
         register(lm.model, api_base, identity)
     return lm
+
+
+def _routed_lm(spec: str, bases: list[str], api_key: str | None, temperature: float, max_tokens: int, cache: bool,
+               timeout: float | None, num_retries: int) -> dspy.LM:
+    """One LM over several endpoints of one model; the Router retries on another endpoint, so DSPy does not."""
+    from hyporag.lm.model_identity import register, server_identity
+    from hyporag.lm.router import RoutedEngine
+
+    if "/" not in spec:
+        raise ModelError(f"LM {spec!r}: use a DSPy/LiteLLM model string like 'openai/<served alias>'")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "true")
+    engine = RoutedEngine(spec, bases, api_key=api_key, timeout=timeout or max(map(default_timeout, bases)),
+                          num_retries=num_retries)
+    lm = dspy.LM(spec, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache, num_retries=0)
+    identity = pool_identity(spec, [server_identity(base) for base in engine.api_bases])
+    lm._hyporag_identity = identity
+    lm._hyporag_endpoints = engine.api_bases
+    register(lm.model, "", identity)
+    return lm
+
+
+def pool_identity(spec: str, servers: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the live servers of a pool report serving (endpoints left out: any of them may answer, and a dead one
+    reports nothing); `reported` is False when none answers, so a resume then cannot compare and does not refuse."""
+    reporting = [s for s in servers if s.get("reported")]
+    identity: dict[str, Any] = {"kind": "server-pool", "model": spec, "reported": bool(reporting)}
+    if reporting:
+        identity["models"] = sorted({m for s in reporting for m in s.get("models") or []})
+        identity["model_files"] = sorted({Path(s["model_path"]).name for s in reporting if s.get("model_path")})
+    return identity
+
+
+def endpoint_usage(lm: dspy.BaseLM) -> dict[str, dict[str, Any]] | None:
+    """Calls, tokens, seconds and failures per endpoint of an LM over several servers (None for any other)."""
+    engine = engine_of(lm)
+    return engine.snapshot() if hasattr(engine, "snapshot") else None
 
 
 def explain_lm_error(exc: BaseException) -> str:
@@ -129,7 +172,7 @@ def adapter_for(lm: dspy.BaseLM, choice: str = "auto", local: str = "lean") -> d
     if choice not in ADAPTERS:
         raise ModelError(f"unknown adapter {choice!r}: use one of {', '.join(ADAPTERS)}")
     if choice == "auto":
-        served = bool((getattr(lm, "kwargs", None) or {}).get("api_base"))
+        served = bool((getattr(lm, "kwargs", None) or {}).get("api_base") or getattr(lm, "_hyporag_endpoints", None))
         choice = local if is_local(lm) else "json" if served else "chat"
     if choice == "lean":
         from hyporag.lm.lean_adapter import LeanAdapter
@@ -171,17 +214,35 @@ class LMRoles:
     @classmethod
     def from_specs(cls, lm: str = DEFAULT_LM, hypothesis_lm: str | None = None, answer_lm: str | None = None,
                    judge_lm: str | None = None, adapter: str = "auto", local_adapter: str = "lean",
-                   **build_kwargs: Any) -> LMRoles:
-        """Roles from CLI flags: `--lm` for all, each role flag overriding it; one LM object per distinct spec."""
-        built: dict[str, dspy.BaseLM] = {}
+                   role_api_bases: dict[str, list[str]] | None = None, **build_kwargs: Any) -> LMRoles:
+        """Roles from CLI flags: `--lm` for all, each role flag overriding it (and a role's own endpoints the
+        shared ones); one LM object per distinct model and endpoints."""
+        built: dict[tuple, dspy.BaseLM] = {}
 
-        def role(spec: str | None) -> RoleLM:
+        def role(name: str, spec: str | None) -> RoleLM:
             spec = spec or lm
-            if spec not in built:
-                built[spec] = build_lm(spec, **build_kwargs)
-            return RoleLM(spec, built[spec], adapter_for(built[spec], adapter, local_adapter))
+            kwargs = dict(build_kwargs)
+            if (role_api_bases or {}).get(name):
+                kwargs["api_base"] = role_api_bases[name]
+            base = kwargs.get("api_base")
+            key = (spec, base if isinstance(base, str) else tuple(base or ()))
+            if key not in built:
+                built[key] = build_lm(spec, **kwargs)
+            return RoleLM(spec, built[key], adapter_for(built[key], adapter, local_adapter))
 
-        return cls(role(hypothesis_lm), role(answer_lm), role(judge_lm))
+        return cls(role("hypothesis", hypothesis_lm), role("answer", answer_lm), role("judge", judge_lm))
+
+    def endpoint_usage(self) -> dict[str, dict]:
+        """Per LM over several endpoints (by spec and the roles it serves): calls, tokens, seconds and failures per
+        endpoint, for run.json."""
+        out: dict[str, dict] = {}
+        for name in ROLES:
+            role = getattr(self, name)
+            usage = endpoint_usage(role.lm)
+            if usage is not None:
+                entry = out.setdefault(role.spec, {"roles": [], "endpoints": usage})
+                entry["roles"].append(name)
+        return out
 
     def specs(self) -> dict[str, str]:
         return {name: getattr(self, name).spec for name in ROLES}

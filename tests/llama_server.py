@@ -56,10 +56,11 @@ def wait_until_serving(port: int, timeout: float = 120.0) -> None:
 
 
 @contextlib.contextmanager
-def llama_server(model_path: Path, port: int | None = None) -> Iterator[tuple[subprocess.Popen, str]]:
+def llama_server(model_path: Path, port: int | None = None, threads: int | None = None
+                 ) -> Iterator[tuple[subprocess.Popen, str]]:
     """Start the server, wait until it answers, yield (process, api_base), and always stop it."""
     port = port or free_port()
-    threads = str(max(1, os.cpu_count() or 1))
+    threads = str(threads or max(1, os.cpu_count() or 1))
     proc = subprocess.Popen([sys.executable, "-c", SERVE, str(model_path), str(port), ALIAS, threads],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -26,7 +26,12 @@ def add_lm_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--hypothesis-lm", help="hypotheses, rewrites, pseudo-documents, reranking")
     group.add_argument("--answer-lm", help="the answer step")
     group.add_argument("--judge-lm", help="the DUR judge")
-    group.add_argument("--api-base", help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp, ...)")
+    group.add_argument("--api-base", action="append", dest="api_bases", metavar="URL",
+                       help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp, ...); repeat it for several "
+                       "servers of one model: calls go to the least busy, a dead one is skipped as the run goes on")
+    for role in ("hypothesis", "answer", "judge"):
+        group.add_argument(f"--{role}-api-base", action="append", dest=f"{role}_api_bases", metavar="URL",
+                           help=f"the {role} role's own server(s) (repeatable; default --api-base)")
     group.add_argument("--api-key", help="API key (default: the provider's environment variable)")
     group.add_argument("--max-tokens", type=int, help="reply tokens per call, reserved in the context (default 512)")
     group.add_argument("--context-tokens", type=int, help="the answer LM's context window (default: n_ctx for local "

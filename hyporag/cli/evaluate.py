@@ -39,6 +39,9 @@ def run(args: argparse.Namespace) -> int:
     print(markdown(result.report))
     print(f"results: {result.out}/results.jsonl, summary.json, summary.md, summary.csv"
           + "".join(f", {Path(p).name}" for p in result.report.get("plots", [])))
+    for spec, entry in result.endpoints.items():
+        print(f"{spec} ({', '.join(entry['roles'])}): " + "; ".join(
+            f"{base} {u['calls']} calls, {u['failures']} failed" for base, u in entry["endpoints"].items()))
     for failure in result.failures:
         print(f"hyporag: below bar: {failure}", file=sys.stderr)
     return 1 if result.failures else 0

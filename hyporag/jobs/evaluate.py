@@ -41,6 +41,7 @@ class EvalReport:
     report: dict[str, Any]
     dataset_size: int
     failures: list[str] = field(default_factory=list)
+    endpoints: dict[str, Any] = field(default_factory=dict)  # per LM over several servers: usage per endpoint
 
     @property
     def methods(self) -> list[dict[str, Any]]:
@@ -137,8 +138,12 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
                 "dataset", "n", "seed", "methods", "lms", "adapters", "budget", "retriever", "dur",
                 "index_fingerprint", "program")}))
         judge = ContextJudge(roles.judge) if run.dur else None
-        report = runner.run_evaluation(programs, examples, out, recorded, threads=run.threads, judge=judge,
-                                       progress=progress, debug=run.debug)
+        earlier = _recorded_endpoints(out)
+        try:
+            report = runner.run_evaluation(programs, examples, out, recorded, threads=run.threads, judge=judge,
+                                           progress=progress, debug=run.debug)
+        finally:  # a run stopped by a dead pool keeps what each endpoint served, for the resume to add to
+            endpoints = _record_endpoints(out, roles, earlier)
     except (HyporagError, KeyboardInterrupt) as exc:
         if settings.junit:  # every outcome writes the file: an older one must never stand for this run
             code = 130 if isinstance(exc, KeyboardInterrupt) else exc.exit_code
@@ -146,7 +151,38 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
         raise
     if settings.junit:
         write_junit(settings.junit, report["methods"], settings.fail_under, suite=suite)
-    return EvalReport(out, report, size, check_bars(report["methods"], settings.fail_under))
+    return EvalReport(out, report, size, check_bars(report["methods"], settings.fail_under), endpoints)
+
+
+def _recorded_endpoints(out: Path) -> dict:
+    """What earlier sessions of this run recorded per endpoint (run.json is rewritten when a session starts)."""
+    try:
+        return json.loads((out / "run.json").read_text(encoding="utf-8")).get("endpoints") or {}
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def _record_endpoints(out: Path, roles, earlier: dict) -> dict:
+    """run.json's `endpoints`: per LM over several servers, each endpoint's calls, tokens, seconds and failures,
+    this session's added to earlier sessions'."""
+    from hyporag.atomic import write_json_atomic
+
+    usage = roles.endpoint_usage() if hasattr(roles, "endpoint_usage") else {}
+    if not any(c["calls"] or c["failures"] for e in usage.values() for c in e["endpoints"].values()):
+        return {}  # nothing served this session (a refused start must not touch another run's run.json)
+    for spec, entry in usage.items():
+        before = (earlier.get(spec) or {}).get("endpoints") or {}
+        for base, counts in entry["endpoints"].items():
+            for key, value in (before.get(base) or {}).items():
+                if isinstance(value, (int, float)) and key in counts:
+                    counts[key] = round(counts[key] + value, 3)
+    path = out / "run.json"
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return usage
+    write_json_atomic(path, {**settings, "endpoints": usage})
+    return usage
 
 
 def _questions(run: RunConfig, examples: Sequence | None) -> tuple[list, Any, str, int]:
