@@ -106,17 +106,26 @@ def build_faiss(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, lists
         index = faiss.IndexHNSWFlat(dimension, hnsw_m, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = 80
     elif kind in IVF_KINDS:
-        lists = lists or ivf_lists(len(vectors))
-        m, bits = pq_subquantizers(dimension), min(8, max(1, int(math.log2(max(2, len(vectors) // 39)))))
-        factory = {"ivf": f"IVF{lists},Flat", "ivfpq": f"IVF{lists},PQ{m}x{bits}",
-                   "opq-ivfpq": f"OPQ{m},IVF{lists},PQ{m}x{bits}"}[kind]  # 8-bit codes from 10k vectors up
-        index = faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
-        index.train(training_sample(vectors, lists))
+        index = trained_ivf(vectors, kind, lists)
     else:
         raise ConfigError(f"unknown FAISS index kind {kind!r}: use one of {', '.join(FAISS_KINDS)}")
     for start in range(0, len(vectors), ADD_CHUNK):
         index.add(np.ascontiguousarray(vectors[start:start + ADD_CHUNK], dtype=np.float32))
         release_pages(vectors)  # RSS stays one chunk, not the whole file
+    return index
+
+
+def trained_ivf(vectors: np.ndarray, kind: str, lists: int | None = None):
+    """An empty IVF index of `kind`, trained on the seeded sample: a whole build and every shard start here."""
+    import faiss
+
+    lists = lists or ivf_lists(len(vectors))
+    dimension = vectors.shape[1]
+    m, bits = pq_subquantizers(dimension), min(8, max(1, int(math.log2(max(2, len(vectors) // 39)))))
+    factory = {"ivf": f"IVF{lists},Flat", "ivfpq": f"IVF{lists},PQ{m}x{bits}",
+               "opq-ivfpq": f"OPQ{m},IVF{lists},PQ{m}x{bits}"}[kind]  # 8-bit codes from 10k vectors up
+    index = faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
+    index.train(training_sample(vectors, lists))
     return index
 
 
@@ -152,8 +161,10 @@ class DenseIndex:
         if not path.is_file():
             index = build_faiss(np.load(directory / "vectors.npy", mmap_mode="r"), kind)
             faiss.write_index(index, str(path))
-        if kind in IVF_KINDS:
-            index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
+        if kind in IVF_KINDS:  # a merged shard build keeps its lists in faiss-<kind>.ivfdata beside the index
+            on_disk = (directory / f"faiss-{kind}.ivfdata").is_file()
+            flags = faiss.IO_FLAG_ONDISK_SAME_DIR if on_disk else faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY
+            index = faiss.read_index(str(path), flags)
             ivf = faiss.extract_index_ivf(index)
             ivf.nprobe = min(ivf.nlist, nprobe or default_nprobe(ivf.nlist))
         else:

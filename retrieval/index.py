@@ -210,6 +210,8 @@ def _save(directory: Path, manifest: dict[str, Any]) -> None:
     if "dense" in manifest["parts"]:
         parts.append(f"{DenseIndex.DIRNAME}/vectors.npy")
         parts += [f"{DenseIndex.DIRNAME}/faiss-{k}.index" for k in manifest["parts"]["dense"]["faiss"]]
+        parts += [f"{DenseIndex.DIRNAME}/faiss-{k}.ivfdata" for k in manifest["parts"]["dense"]["faiss"]
+                  if (directory / DenseIndex.DIRNAME / f"faiss-{k}.ivfdata").is_file()]  # a merged shard build's lists
     manifest["files"] = _record_files(directory, parts)
     write_json_atomic(directory / MANIFEST, manifest)
 

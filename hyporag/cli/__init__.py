@@ -19,7 +19,8 @@ from hyporag.run_config import PROJECT_FILE, RunConfig
 MODULES = (data, index, ask, evaluate, merge, report, view, compile_prompts, tune, fit, reproduce, demo)
 COMMANDS = {"list": data.run, "build": index.run, "ask": ask.run, "eval": evaluate.run, "report": report.run,
             "compile": compile_prompts.run, "tune": tune.run, "fit": fit.run, "reproduce": reproduce.run,
-            "demo": demo.run, "view": view.run, "merge": merge.run}
+            "demo": demo.run, "view": view.run, "merge": merge.run,
+            **dict.fromkeys(("faiss-train", "faiss-add", "faiss-merge"), index.run_sharded_faiss)}
 NEEDS_CONFIG = {"list", "build", "ask", "report", "demo"}  # the others build their own typed settings
 
 

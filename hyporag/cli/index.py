@@ -31,6 +31,37 @@ def add_parser(sub) -> None:
                        "MedRAG's index/<encoder>/embedding folder) to use instead of embedding; give the --embedder "
                        "that made them")
     build.add_argument("--force", action="store_true", help="replace an index of another corpus in --index-dir")
+    for name, what in (("faiss-train", "train an IVF kind once on the seeded sample (the first step of a sharded "
+                        "build)"), ("faiss-add", "add shard I/N of the vectors to the trained index (any machine "
+                                    "holding the index directory)"),
+                       ("faiss-merge", "merge the N shards into one index with on-disk, memory-mapped lists")):
+        step = index_sub.add_parser(name, help=what)
+        step.add_argument("--index-dir", required=True, help="an index with dense vectors")
+        step.add_argument("--faiss", default="ivfpq", choices=("ivf", "ivfpq", "opq-ivfpq"))
+        if name == "faiss-add":
+            step.add_argument("--shard", required=True, metavar="I/N")
+        if name == "faiss-merge":
+            step.add_argument("--shards", required=True, type=int, metavar="N")
+
+
+def run_sharded_faiss(args: argparse.Namespace) -> int:
+    """The three steps of a sharded FAISS build: train once, add each shard anywhere, merge."""
+    from hyporag.eval.shards import Shard
+    from hyporag.retrieval.faiss_shards import add_shard, merge_into_index, train
+
+    dense = Path(args.index_dir) / "dense"
+    if not (dense / "vectors.npy").is_file():
+        raise HyporagError(f"{args.index_dir}: no dense vectors (dense/vectors.npy); build them first")
+    started = time.perf_counter()
+    if args.index_command == "faiss-train":
+        written = train(dense, args.faiss)
+    elif args.index_command == "faiss-add":
+        shard = Shard.parse(args.shard)
+        written = add_shard(dense, args.faiss, shard.index, shard.count)
+    else:
+        written = merge_into_index(Path(args.index_dir), args.faiss, args.shards)
+    print(f"written: {written} ({time.perf_counter() - started:.1f} s)")
+    return 0
 
 
 def run(args: argparse.Namespace, config: RunConfig) -> int:
