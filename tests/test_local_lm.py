@@ -6,6 +6,7 @@ import pytest
 
 from hyporag.cli import main
 from tests.conftest import SHARED
+from tests.llama_server import SMALL_MODEL
 
 pytestmark = [pytest.mark.local_lm, pytest.mark.skipif(SHARED is None, reason="needs ../shared/data")]
 
@@ -31,7 +32,7 @@ def test_hcqr_and_chr_end_to_end_with_the_embedded_model(tmp_path):
     out = tmp_path / "run"
     code = main(["eval", "--dataset", "mmlu-med-dev", "--methods", "hcqr,chr", "--limit", "2", "--budget", "2",
                  "--out", str(out), "--index-dir", str(tmp_path / "index"), "--corpus", "openstax",
-                 "--max-tokens", "200"])
+                 "--max-tokens", "200", "--lm", f"local:{SMALL_MODEL}"])
     assert code == 0
     rows = {(r["method"], r["question_id"]): r for r in map(json.loads, (out / "results.jsonl").open())}
     assert len(rows) == 4
@@ -44,11 +45,16 @@ def test_hcqr_and_chr_end_to_end_with_the_embedded_model(tmp_path):
 
 
 def test_readme_python_api_example_runs_as_written(tmp_path, monkeypatch):
-    """index → fit → evaluate → load → ask on the embedded model, 4 fit questions and 2 more evaluated."""
+    """index → fit → evaluate → load → ask on a real embedded model, 4 fit questions and 2 more evaluated (the
+    0.5B in place of the default 1.5B that `from_specs()` picks: the same engine at half the time)."""
     import json
 
+    from hyporag.lm.client import LMRoles
     from tests.test_readme_api import readme_block
 
+    real = LMRoles.from_specs.__func__
+    monkeypatch.setattr(LMRoles, "from_specs", classmethod(
+        lambda cls, lm=None, *a, **k: real(cls, lm or f"local:{SMALL_MODEL}", *a, **k)))
     monkeypatch.chdir(tmp_path)
     scope: dict = {}
     exec(compile(readme_block(), "README.md", "exec"), scope)  # noqa: S102 - the README's own example
@@ -88,7 +94,7 @@ def test_fit_with_the_embedded_model_on_six_questions(tmp_path, capsys):
     out = tmp_path / "fit"
     assert main(["fit", "--dataset", str(dataset), "--corpus", str(corpus), "--method", "chr", "--out", str(out),
                  "--trials", "2", "--budget", "2", "--splits", "0.34,0.33,0.33", "--max-demos", "1",
-                 "--domain", "Python standard library", "--max-tokens", "200"]) == 0
+                 "--domain", "Python standard library", "--max-tokens", "200", "--lm", f"local:{SMALL_MODEL}"]) == 0
     state = json.loads((out / "fit.json").read_text())
     assert list(state["stages"]) == ["index", "split", "tune", "compile", "freeze", "evaluate", "report"]
     rows = [json.loads(line) for line in (out / "heldout" / "results.jsonl").read_text().splitlines()]

@@ -15,7 +15,7 @@ import pytest
 from hyporag.cli import main
 from hyporag.lm.gguf import DEFAULT_MODEL, resolve_model_path
 from tests.conftest import SHARED
-from tests.llama_server import ALIAS, free_port, llama_server
+from tests.llama_server import ALIAS, SMALL_MODEL, free_port, llama_server
 
 pytestmark = [pytest.mark.local_lm, pytest.mark.skipif(SHARED is None, reason="needs ../shared/data")]
 
@@ -55,7 +55,7 @@ def test_served_model_matches_in_process_and_reports_calls_and_tokens(tmp_path):
 
 
 def test_server_killed_mid_run_exits_3_keeping_rows_and_the_rerun_resumes(tmp_path):
-    model, port = resolve_model_path(DEFAULT_MODEL), free_port()
+    model, port = resolve_model_path(SMALL_MODEL), free_port()  # a resume's plumbing: the small model
     out = tmp_path / "run"
     command = [sys.executable, "-m", "hyporag.cli", "eval", "--methods", "cot", "--dataset", "mmlu-med-dev",
                "--limit", "6", "--corpus", "openstax", "--index-dir", str(tmp_path / "index"), "--out", str(out),
@@ -110,17 +110,18 @@ def test_token_counts_bound_what_llama_cpp_processes(tmp_path):
 
 
 def test_reproduce_through_a_served_model_gives_the_in_process_answers(tmp_path):
-    """`hyporag reproduce` end to end on a slice: the same table, served and in-process, at temperature 0."""
-    common = ["reproduce", "hcqr-table1", "--datasets", "mmlu-med", "--methods", "rag,hcqr", "--limit", "1",
-              "--budget", "3", "--corpus", "openstax", "--index-dir", str(tmp_path / "index"), "--max-tokens", "600",
-              "--no-cache"]
+    """`hyporag reproduce` end to end on a slice: the same table, served and in-process, at temperature 0 (the fast
+    protocol: the paper's runs in-process in test_frozen_protocol.py, and its reasoning steps cost minutes here)."""
+    common = ["reproduce", "hcqr-table1", "--datasets", "mmlu-med", "--methods", "hcqr", "--limit", "1",
+              "--protocol", "fast", "--budget", "3", "--corpus", "openstax", "--index-dir", str(tmp_path / "index"),
+              "--max-tokens", "600", "--no-cache"]
     with llama_server(resolve_model_path(DEFAULT_MODEL)) as (_, api_base):
         assert main([*common, "--out", str(tmp_path / "served"), "--lm", f"openai/{ALIAS}", "--api-base", api_base,
                      "--api-key", "none"]) == 0
     assert main([*common, "--out", str(tmp_path / "local")]) == 0
     served = rows_of(tmp_path / "served" / "hcqr-table1" / "mmlu-med-paper")
     local = rows_of(tmp_path / "local" / "hcqr-table1" / "mmlu-med-paper")
-    assert len(served) == len(local) == 2
+    assert len(served) == len(local) == 2  # reproduce adds rag, the table's baseline
     for key, row in local.items():
         assert row["error"] is None and served[key]["error"] is None
         # the same prompts and weights: the same queries, the same passages, the same letter

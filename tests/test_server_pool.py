@@ -14,9 +14,9 @@ from contextlib import ExitStack
 
 import pytest
 
-from hyporag.lm.gguf import DEFAULT_MODEL, resolve_model_path
+from hyporag.lm.gguf import resolve_model_path
 from tests.conftest import write_jsonl
-from tests.llama_server import ALIAS, free_port, llama_server
+from tests.llama_server import ALIAS, SMALL_MODEL, free_port, llama_server
 
 pytestmark = pytest.mark.local_lm
 
@@ -42,7 +42,7 @@ def rows(tmp_path) -> list[dict]:
 
 def test_two_servers_one_killed_then_both_dead_then_resumed(tmp_path):
     write_jsonl(tmp_path / "q.jsonl", QUESTIONS)
-    model, ports = resolve_model_path(DEFAULT_MODEL), [free_port(), free_port()]
+    model, ports = resolve_model_path(SMALL_MODEL), [free_port(), free_port()]
     env = {**os.environ, "HYPORAG_CACHE_DIR": str(tmp_path / "cache")}
     with ExitStack() as servers:
         first, _ = servers.enter_context(llama_server(model, ports[0], threads=1))

@@ -11,15 +11,29 @@ import os
 import sys
 
 from hyporag.atomic import raise_if_disk_full
-from hyporag.cli import ask, compile_prompts, data, demo, evaluate, fit, index, merge, report, reproduce, tune, view
+from hyporag.cli import (
+    ask,
+    compile_prompts,
+    data,
+    demo,
+    embed,
+    evaluate,
+    fit,
+    index,
+    merge,
+    report,
+    reproduce,
+    tune,
+    view,
+)
 from hyporag.cli.common import load_settings
 from hyporag.errors import DiskFullError, HyporagError
 from hyporag.run_config import PROJECT_FILE, RunConfig
 
-MODULES = (data, index, ask, evaluate, merge, report, view, compile_prompts, tune, fit, reproduce, demo)
+MODULES = (data, index, embed, ask, evaluate, merge, report, view, compile_prompts, tune, fit, reproduce, demo)
 COMMANDS = {"list": data.run, "build": index.run, "ask": ask.run, "eval": evaluate.run, "report": report.run,
             "compile": compile_prompts.run, "tune": tune.run, "fit": fit.run, "reproduce": reproduce.run,
-            "demo": demo.run, "view": view.run, "merge": merge.run,
+            "demo": demo.run, "view": view.run, "merge": merge.run, "embed": embed.run,
             **dict.fromkeys(("faiss-train", "faiss-add", "faiss-merge"), index.run_sharded_faiss)}
 NEEDS_CONFIG = {"list", "build", "ask", "report", "demo"}  # the others build their own typed settings
 

@@ -168,6 +168,35 @@ class ReproduceSettings(JobSettings):
         check_shard(self.job, self.shard)
 
 
+@dataclass(frozen=True)
+class EmbedSettings(JobSettings):
+    """`hyporag embed`: passage vectors of a corpus in shards, on this machine or a Ray cluster (`ray` = address).
+    The corpus, encoder (`embedder`) and torch threads are the RunConfig's, as for `index build`."""
+
+    job: ClassVar[str] = "embed"
+    out: str | None = None  # the vectors folder (what `index build --vectors` takes)
+    ray: str | None = None  # "auto", "host:6379" or "ray://host:10001"; None: this machine
+    concurrency: int = 2  # Ray actors (each loads the encoder once)
+    cpus_per_actor: float = 1.0
+    gpus_per_actor: float = 0.0  # 1 on a GPU cluster: one encoder per GPU
+    processes: int = 1  # without Ray: sentence-transformers' multi-process pool (one per local GPU, or CPUs)
+    shard_size: int = 10_000  # passages a shard: the unit of resuming
+    batch_size: int = 64
+    window: int = 100_000  # passages handed to Ray at a time (bounds the driver's memory)
+    max_seq_length: int | None = None
+    max_passage_chars: int = 1800  # split long passages as `index build` does, so the ids match its store
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("concurrency", "processes", "shard_size", "batch_size", "window", "max_passage_chars"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"embed: {name} must be 1 or more, got {getattr(self, name)}")
+        if self.cpus_per_actor <= 0 or self.gpus_per_actor < 0:
+            raise ConfigError("embed: cpus_per_actor must be > 0 and gpus_per_actor >= 0")
+        if self.ray and self.processes > 1:
+            raise ConfigError("embed: processes is for this machine; on Ray give concurrency (actors) instead")
+
+
 def check_shard(job: str, shard: str | None) -> None:
     if shard is not None:
         from hyporag.eval.shards import Shard
@@ -176,4 +205,4 @@ def check_shard(job: str, shard: str | None) -> None:
 
 
 JOBS: dict[str, type[JobSettings]] = {s.job: s for s in (EvalSettings, CompileSettings, TuneSettings, FitSettings,
-                                                         ReproduceSettings)}
+                                                         ReproduceSettings, EmbedSettings)}

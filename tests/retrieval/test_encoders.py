@@ -12,24 +12,7 @@ import pytest
 from hyporag.errors import ConfigError, IndexMismatchError, ModelError
 from hyporag.retrieval import build_index, load_corpus, open_index
 from hyporag.retrieval.encoders import PRESETS, EncoderSpec, encoder_spec, make_encoder
-
-WORDS = ["query", ":", "passage", "insulin", "beta", "cells", "alpha", "glucagon", "kidney", "blood", "bone",
-         "liver", "heart", "the", "of", "secrete", "pancreas", "thyroid", "hormone", "cell", "osteoclasts", "."]
-
-
-def tiny_bert(directory, seed: int) -> str:
-    import torch
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    directory.mkdir(parents=True)
-    vocab = directory / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
-    BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(directory)
-    torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(WORDS) + 5, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=64)
-    BertModel(config).save_pretrained(directory)
-    return str(directory)
+from tests.tiny_bert import tiny_bert
 
 
 @pytest.fixture(scope="module")

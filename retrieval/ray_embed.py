@@ -1,0 +1,109 @@
+"""Passage embedding on a Ray cluster: Ray Data `map_batches` with the encoder as a callable class (one model load
+per actor, `num_gpus` per actor where the cluster has GPUs), results gathered by the driver into shards.
+
+Passages travel to the actors through Ray's object store, so the workers need hyporag installed but not the corpus
+or the output folder; the driver writes each shard the moment its last vector arrives, so a job cut short keeps its
+finished shards. A killed actor is restarted by Ray Data and its batches retried; every vector is placed by its row
+number, so a retried batch can neither duplicate nor drop a passage, and a shard is written only when every row
+arrived exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from hyporag.errors import ConfigError, HyporagError
+from hyporag.retrieval.vector_shards import PendingShard
+
+INSTALL_HINT = "pip install 'hyporag[ray]' (Ray Data; the same version on every node of the cluster)"
+
+
+def import_ray():
+    """Ray and Ray Data, or one line saying how to install them."""
+    try:
+        import ray
+        import ray.data  # noqa: F401  (Ray Data is the `ray[data]` extra's part)
+    except ImportError:
+        raise ConfigError(f"hyporag embed --ray needs Ray: {INSTALL_HINT}") from None
+    return ray
+
+
+class PassageEncoder:
+    """The callable class Ray Data runs in each actor: loads the encoder once, then encodes batches of rows."""
+
+    def __init__(self, spec: dict[str, Any], batch_size: int, threads: int | None):
+        from hyporag.retrieval.encoders import EncoderSpec, make_encoder
+
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+        self.encoder = make_encoder(EncoderSpec.from_dict(spec, "the job's encoder spec"))
+        self.batch_size = batch_size
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        pairs = list(zip((str(t) for t in batch["title"]), (str(c) for c in batch["contents"]), strict=True))
+        vectors = self.encoder.encode_passages(pairs, batch_size=self.batch_size)
+        return {"row": np.asarray(batch["row"], dtype=np.int64), "vector": vectors}
+
+
+def connect(address: str, log: Callable[[str], None]) -> dict[str, float]:
+    """Join the cluster at `address` ("auto", "ray://host:10001" or "host:6379"); returns its resources."""
+    ray = import_ray()
+    if not ray.is_initialized():
+        try:
+            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise HyporagError(f"--ray {address}: cannot join the Ray cluster ({str(exc).splitlines()[0][:200]}); "
+                               "is `ray start --head` running there?") from None
+    resources = ray.cluster_resources()
+    log(f"ray: joined {address} ({int(resources.get('CPU', 0))} CPUs, {int(resources.get('GPU', 0))} GPUs)")
+    return resources
+
+
+def encode_on_ray(window: Sequence[PendingShard], spec: dict[str, Any], write: Callable[[PendingShard, np.ndarray],
+                  None], concurrency: int, batch_size: int, num_gpus: float, cpus_per_actor: float,
+                  on_rows: Callable[[int], None]) -> None:
+    """Encode the passages of `window`'s shards on the cluster, calling `write(shard, vectors)` per finished shard."""
+    ray = import_ray()
+    rows, first = [], window[0].start
+    for shard in window:
+        rows.extend({"row": shard.start + i, "title": p.title, "contents": p.contents}
+                    for i, p in enumerate(shard.passages))
+    size = rows[-1]["row"] - first + 1
+    dimension: int | None = None
+    vectors: np.ndarray | None = None
+    seen = np.zeros(size, dtype=bool)
+    remaining = {shard.number: len(shard.passages) for shard in window}
+    shard_of = np.concatenate([np.full(len(s.passages), s.number) for s in window])
+    by_number = {shard.number: shard for shard in window}
+    dataset = ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows) // batch_size, 4 * concurrency)))
+    encoded = dataset.map_batches(
+        PassageEncoder, fn_constructor_kwargs={"spec": spec, "batch_size": batch_size,
+                                               "threads": max(1, int(cpus_per_actor))},
+        batch_size=batch_size, batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=concurrency),
+        num_cpus=cpus_per_actor, num_gpus=num_gpus or None)
+    for batch in encoded.iter_batches(batch_size=None, batch_format="numpy"):
+        offsets = batch["row"] - first
+        if vectors is None:
+            dimension = int(batch["vector"].shape[1])
+            vectors = np.zeros((size, dimension), dtype=np.float32)
+        fresh = ~seen[offsets]
+        if not fresh.all():  # a retried batch delivered twice: keep the first copy, count nothing twice
+            offsets, batch = offsets[fresh], {k: v[fresh] for k, v in batch.items()}
+        vectors[offsets] = batch["vector"]
+        seen[offsets] = True
+        on_rows(len(offsets))
+        for number, count in zip(*np.unique(shard_of[offsets], return_counts=True), strict=True):
+            remaining[int(number)] -= int(count)
+            if remaining[int(number)] == 0:
+                shard = by_number[int(number)]
+                start = shard.start - first
+                write(shard, vectors[start:start + len(shard.passages)])
+    missing = [number for number, count in remaining.items() if count]
+    if missing:
+        raise HyporagError(f"ray: shards {missing[:5]} came back incomplete ({sum(remaining.values())} passages "
+                           "missing); re-run the same command to redo them")
