@@ -54,7 +54,7 @@ def build(dense: Path, step: str) -> dict:
 
 
 def load_vectors(vectors_dir: Path, dense: Path) -> tuple[int, int]:
-    from hyporag.retrieval.vector_shards import VectorShards
+    from hyporag.retrieval import VectorShards
 
     if (dense / "vectors.npy").is_file():
         shape = np.load(dense / "vectors.npy", mmap_mode="r").shape
@@ -78,9 +78,8 @@ def main() -> int:
     args = parser.parse_args()
     import faiss
 
-    from hyporag.questions.datasets import load_benchmark
-    from hyporag.retrieval.dense import DenseIndex, default_nprobe
-    from hyporag.retrieval.encoders import EncoderSpec, make_encoder
+    from hyporag import load_benchmark
+    from hyporag.retrieval import DenseIndex, EncoderSpec, default_nprobe, make_encoder
 
     out = Path(args.out)
     single, sharded = out / "single", out / "sharded"

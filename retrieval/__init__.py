@@ -3,7 +3,8 @@ contrastive scoring for CHR, and the multi-query budget merge for HCQR."""
 
 from hyporag.retrieval.bm25 import BM25Index
 from hyporag.retrieval.corpus import CORPORA, Corpus, Passage, load_corpus
-from hyporag.retrieval.dense import build_faiss, default_nprobe
+from hyporag.retrieval.dense import DenseIndex, build_faiss, default_nprobe
+from hyporag.retrieval.encoders import EncoderSpec, make_encoder
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.index import build_index, default_index_dir, open_index
 from hyporag.retrieval.lambda_schedule import SCHEDULES, LambdaSchedule
@@ -12,6 +13,7 @@ from hyporag.retrieval.merge import MERGE_POLICIES, merge_to_budget
 from hyporag.retrieval.query import WeightedQuery
 from hyporag.retrieval.retriever import MODES, Retriever
 from hyporag.retrieval.store import PassageStore
+from hyporag.retrieval.vector_shards import VectorShards
 
 __all__ = [
     "BM25Index",
@@ -20,17 +22,21 @@ __all__ = [
     "MODES",
     "SCHEDULES",
     "Corpus",
+    "DenseIndex",
+    "EncoderSpec",
     "Hit",
     "LambdaSchedule",
     "Passage",
     "PassageStore",
     "Retriever",
+    "VectorShards",
     "WeightedQuery",
     "build_faiss",
     "build_index",
     "default_index_dir",
     "default_nprobe",
     "load_corpus",
+    "make_encoder",
     "merge_to_budget",
     "open_index",
     "release_pages",
