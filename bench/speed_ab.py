@@ -21,8 +21,13 @@ from pathlib import Path
 METHODS = ("cot", "rag", "hcqr", "chr")
 VARIANTS = {"old": {"adapter": "json"}, "new": {"adapter": "auto"},
             # llama.cpp options, tried against `new`: shifted-chunk reuse, and no host prompt cache (slot cache only)
-            "new+reuse": {"adapter": "auto", "reuse": 64}, "new-hostcache": {"adapter": "auto", "host_mib": 0}}
-TIMING_FIELDS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n", "calls")
+            "new+reuse": {"adapter": "auto", "reuse": 64}, "new-hostcache": {"adapter": "auto", "host_mib": 0},
+            # speculative decoding (hyporag.lm.speculative) against `new`: the same replies, fewer decode steps
+            "new+ngram": {"adapter": "auto", "speculative": "ngram"},
+            "new+ngram-mod": {"adapter": "auto", "speculative": "ngram-mod"},
+            "new+draft": {"adapter": "auto", "speculative": "draft"}}
+TIMING_FIELDS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n", "draft_n", "draft_n_accepted",
+                 "calls")
 
 
 def question_set(demo: int, extra: int, seed: int) -> list[tuple[str, object]]:
@@ -59,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extra-questions", type=int, default=40)
     parser.add_argument("--variants", default="old,new")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--protocol", default="fast", choices=("fast", "paper"))
     parser.add_argument("--table-only", action="store_true", help="redraw the tables from the rows (no LM)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -89,13 +95,14 @@ def run(args, variants: list[str], rows_path: Path, calib_path: Path) -> None:
     from hyporag import RunConfig, build_program, build_retriever, build_roles
     from hyporag.eval import run_one
 
-    config = RunConfig(no_cache=True, program_settings={"budget": 3, "protocol": "fast"})
+    config = RunConfig(no_cache=True, program_settings={"budget": 3, "protocol": args.protocol})
     retriever = build_retriever(config, True)
     setups = {}
     for name in variants:
         roles = build_roles(config.replace(adapter=VARIANTS[name]["adapter"]))
         engine = engine_of(roles)  # its server starts lazily: options set now apply
         engine.cache_reuse, engine.host_cache_mib = VARIANTS[name].get("reuse", 0), VARIANTS[name].get("host_mib")
+        engine.speculative = VARIANTS[name].get("speculative", "none")
         setups[name] = (roles, {m: build_program(m, config, retriever, roles) for m in METHODS})
     done = {(r["variant"], r["method"], r["question_id"]) for r in read_jsonl(rows_path)}
     questions = question_set(args.demo_questions, args.extra_questions, args.seed)

@@ -23,7 +23,8 @@ from hyporag.eval.results_store import ROWS, SETTINGS, ResultsStore
 # run.json keys that may differ between shards of one run: where each machine keeps its files, and what is per shard
 PER_SHARD = {"shard", "n", "question_fingerprints", "dataset_source", "index_dir", "skipped_too_long", "context_check",
              "endpoints"}
-MACHINE_LOCAL = {"endpoint", "path", "mtime_ns", "model_path"}  # of an LM identity: the same weights, elsewhere
+MACHINE_LOCAL = {"endpoint", "path", "mtime_ns", "model_path", "speculative"}  # of an LM identity: the same weights
+# elsewhere, or decoded speculatively (the same replies)
 
 
 @dataclass(frozen=True)

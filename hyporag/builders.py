@@ -25,7 +25,7 @@ def lm_build_kwargs(config: RunConfig) -> dict:
     return {"api_base": config.endpoints(), "api_key": config.api_key, "max_tokens": config.max_tokens,
             "cache": not config.no_cache, "timeout": config.timeout, "num_retries": config.retries,
             # the protocol decides whether the embedded engine caps outputs (long reasoning is not cut, as on a server)
-            "cap_outputs": config.protocol.caps_engine_output}
+            "cap_outputs": config.protocol.caps_engine_output, "speculative": config.speculative}
 
 
 def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = None):

@@ -52,6 +52,7 @@ class RunConfig:
     no_cache: bool = False
     adapter: str = "auto"
     context_tokens: int | None = None
+    speculative: str = "none"  # the embedded engine's speculative decoding: none, ngram, ngram-mod, draft[:MODEL]
     methods: str = "cot,rag"
     program: str | None = None
     limit: int | None = None

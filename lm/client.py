@@ -56,10 +56,12 @@ def configure_cache(directory: str | os.PathLike | None = None, enabled: bool = 
 
 def build_lm(spec: str, api_base: str | Sequence[str] | None = None, api_key: str | None = None,
              temperature: float = 0.0, max_tokens: int = 512, n_ctx: int = 8192, cache: bool = True,
-             timeout: float | None = None, num_retries: int = 3, cap_outputs: bool = True) -> dspy.LM:
+             timeout: float | None = None, num_retries: int = 3, cap_outputs: bool = True,
+             speculative: str = "none") -> dspy.LM:
     """A `dspy.LM` for a model string; `local:` specs get the in-process llama.cpp engine, whose output grammar
     caps strings and lists (`cap_outputs`, the fast protocol) or keeps DSPy's schema as a server gets it (paper).
-    Several `api_base`s make one LM over all of them (`hyporag.lm.router`); one behaves as a plain string."""
+    Several `api_base`s make one LM over all of them (`hyporag.lm.router`); one behaves as a plain string.
+    `speculative` is the embedded engine's decoding (hyporag.lm.speculative); a server sets its own."""
     from hyporag.lm.model_identity import digest, local_identity, register, server_identity
 
     bases = [api_base] if isinstance(api_base, str) else list(api_base or [])
@@ -73,11 +75,17 @@ def build_lm(spec: str, api_base: str | Sequence[str] | None = None, api_key: st
         target = spec.removeprefix("local:") or DEFAULT_MODEL
         path = resolve_model_path(target)
         name = Path(target).stem if target.endswith(".gguf") else target
-        engine = LocalEngine(path, n_ctx=n_ctx, max_string_chars=320 if cap_outputs else None)
+        from hyporag.lm.speculative import Speculative
+
+        mode = Speculative.parse(speculative)
+        engine = LocalEngine(path, n_ctx=n_ctx, max_string_chars=320 if cap_outputs else None,
+                             speculative=mode.label)
         identity = {**local_identity(path, None if target.endswith(".gguf") else target), "capped": cap_outputs}
         # the model name is part of DSPy's cache key: it carries the weights' identity (two `model.gguf` files are
         # two models) and the output cap (capped and uncapped replies must never answer for each other)
         model = f"local/{name}@{digest(identity)[:12]}"
+        if mode.mode != "none":  # recorded, not keyed: greedy speculative decoding gives plain decoding's replies
+            identity = {**identity, "speculative": mode.label}
         lm = dspy.LM(model, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache)
         lm._hyporag_identity = identity
         return lm

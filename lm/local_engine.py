@@ -18,8 +18,12 @@ _SERVERS: dict[tuple[str, int], Any] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
-def _server_for(path: Path, n_ctx: int, threads: int, cache_reuse: int = 0, host_cache_mib: int | None = None):
-    key = (str(path), n_ctx, cache_reuse, host_cache_mib)
+def _server_for(path: Path, n_ctx: int, threads: int, cache_reuse: int = 0, host_cache_mib: int | None = None,
+                speculative: str = "none"):
+    from hyporag.lm.speculative import Speculative
+
+    mode = Speculative.parse(speculative)
+    key = (str(path), n_ctx, cache_reuse, host_cache_mib, mode.label)
     with _SERVERS_LOCK:
         if key not in _SERVERS:
             try:
@@ -35,6 +39,7 @@ def _server_for(path: Path, n_ctx: int, threads: int, cache_reuse: int = 0, host
             params.n_cache_reuse = cache_reuse  # >0: reuse cached chunks of at least this many tokens, shifted
             if host_cache_mib is not None:  # llama.cpp keeps earlier prompts' KV in RAM (default 8 GiB), 0 = off
                 params.cache_ram_mib = host_cache_mib
+            mode.apply(params, threads)
             params.warmup = False
             params.verbosity = -1 if not os.environ.get("HYPORAG_LLAMA_VERBOSE") else 1
             _SERVERS[key] = xllamacpp.Server(params)
@@ -80,7 +85,7 @@ class EngineTimings:
     """llama.cpp's own per-call timings, summed: tokens processed and generated and the milliseconds each took,
     so a run can state the prefill and decode rates it actually got (the floor of its time)."""
 
-    FIELDS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")
+    FIELDS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n", "draft_n", "draft_n_accepted")
 
     def __init__(self) -> None:
         self.calls = 0
@@ -106,8 +111,9 @@ class LocalEngine:
 
     def __init__(self, model_path: str | os.PathLike, n_ctx: int = 8192, threads: int | None = None,
                  max_string_chars: int | None = 320, max_list_items: int = 4, cache_reuse: int = 0,
-                 host_cache_mib: int | None = None):
+                 host_cache_mib: int | None = None, speculative: str = "none"):
         self.model_path = Path(model_path)
+        self.speculative = speculative  # none, ngram, ngram-mod, draft[:MODEL] (hyporag.lm.speculative)
         self.max_string_chars = max_string_chars
         self.max_list_items = max_list_items
         self.n_ctx = n_ctx
@@ -127,7 +133,8 @@ class LocalEngine:
         if self._server is None:
             # HYPORAG_LLAMA_THREADS lets two jobs share a 2-core machine (one thread each) without touching cache keys
             threads = int(os.environ.get("HYPORAG_LLAMA_THREADS") or self.threads)
-            self._server = _server_for(self.model_path, self.n_ctx, threads, self.cache_reuse, self.host_cache_mib)
+            self._server = _server_for(self.model_path, self.n_ctx, threads, self.cache_reuse, self.host_cache_mib,
+                                       self.speculative)
         return self._server
 
     def to_openai_body(self, request) -> dict[str, Any]:
@@ -183,7 +190,8 @@ class LocalEngine:
     def dump_state(self) -> dict[str, Any]:
         return {"model_path": str(self.model_path), "n_ctx": self.n_ctx, "threads": self.threads,
                 "max_string_chars": self.max_string_chars, "max_list_items": self.max_list_items,
-                "cache_reuse": self.cache_reuse, "host_cache_mib": self.host_cache_mib}
+                "cache_reuse": self.cache_reuse, "host_cache_mib": self.host_cache_mib,
+                "speculative": self.speculative}
 
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LocalEngine:

@@ -39,6 +39,9 @@ def add_lm_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--timeout", type=float, help="seconds to wait for each remote LM reply (default 120)")
     group.add_argument("--retries", type=int, help="retries with backoff for a remote LM (DSPy's; default 3)")
     group.add_argument("--no-cache", action="store_const", const=True, help="bypass DSPy's disk cache of LM calls")
+    group.add_argument("--speculative", metavar="MODE", help="speculative decoding in the embedded engine: none "
+                       "(default), ngram, ngram-mod, draft[:MODEL] (default draft qwen2.5-coder-0.5b); replies are "
+                       "those of plain decoding at temperature 0")
     group.add_argument("--adapter", choices=("auto", "lean", "json", "chat"),
                        help="DSPy adapter: auto (default) = lean for local models under --protocol fast, JSON for "
                        "local ones under paper and for --api-base servers, else Chat")

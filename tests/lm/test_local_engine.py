@@ -57,7 +57,7 @@ def test_thread_count_can_be_set_per_job_without_changing_engine_state(tmp_path,
 
     started = []
     monkeypatch.setattr(local_engine, "_server_for",
-                        lambda path, n_ctx, threads, reuse, host: started.append(threads) or object())
+                        lambda path, n_ctx, threads, *rest: started.append(threads) or object())
     monkeypatch.setenv("HYPORAG_LLAMA_THREADS", "1")
     engine = LocalEngine(tmp_path / "unused.gguf", threads=2)
     assert engine.server is not None and started == [1]
