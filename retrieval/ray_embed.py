@@ -69,17 +69,14 @@ def encode_on_ray(window: Sequence[PendingShard], spec: dict[str, Any], write: C
                   on_rows: Callable[[int], None]) -> None:
     """Encode the passages of `window`'s shards on the cluster, calling `write(shard, vectors)` per finished shard."""
     ray = import_ray()
-    rows, first = [], window[0].start
-    for shard in window:
-        rows.extend({"row": shard.start + i, "title": p.title, "contents": p.contents}
-                    for i, p in enumerate(shard.passages))
-    size = rows[-1]["row"] - first + 1
-    dimension: int | None = None
+    # a row's slot is its place in the window: the window's shards need not be adjacent (finished ones are skipped)
+    rows = [{"row": slot, "title": p.title, "contents": p.contents}
+            for slot, p in enumerate(p for shard in window for p in shard.passages)]
+    starts = np.cumsum([0] + [len(shard.passages) for shard in window])
+    shard_of = np.repeat(np.arange(len(window)), np.diff(starts))
+    remaining = np.diff(starts)
+    seen = np.zeros(len(rows), dtype=bool)
     vectors: np.ndarray | None = None
-    seen = np.zeros(size, dtype=bool)
-    remaining = {shard.number: len(shard.passages) for shard in window}
-    shard_of = np.concatenate([np.full(len(s.passages), s.number) for s in window])
-    by_number = {shard.number: shard for shard in window}
     dataset = ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows) // batch_size, 4 * concurrency)))
     encoded = dataset.map_batches(
         PassageEncoder, fn_constructor_kwargs={"spec": spec, "batch_size": batch_size,
@@ -87,23 +84,20 @@ def encode_on_ray(window: Sequence[PendingShard], spec: dict[str, Any], write: C
         batch_size=batch_size, batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=concurrency),
         num_cpus=cpus_per_actor, num_gpus=num_gpus or None)
     for batch in encoded.iter_batches(batch_size=None, batch_format="numpy"):
-        offsets = batch["row"] - first
+        slots = batch["row"]
         if vectors is None:
-            dimension = int(batch["vector"].shape[1])
-            vectors = np.zeros((size, dimension), dtype=np.float32)
-        fresh = ~seen[offsets]
+            vectors = np.zeros((len(rows), batch["vector"].shape[1]), dtype=np.float32)
+        fresh = ~seen[slots]
         if not fresh.all():  # a retried batch delivered twice: keep the first copy, count nothing twice
-            offsets, batch = offsets[fresh], {k: v[fresh] for k, v in batch.items()}
-        vectors[offsets] = batch["vector"]
-        seen[offsets] = True
-        on_rows(len(offsets))
-        for number, count in zip(*np.unique(shard_of[offsets], return_counts=True), strict=True):
-            remaining[int(number)] -= int(count)
-            if remaining[int(number)] == 0:
-                shard = by_number[int(number)]
-                start = shard.start - first
-                write(shard, vectors[start:start + len(shard.passages)])
-    missing = [number for number, count in remaining.items() if count]
+            slots, batch = slots[fresh], {k: v[fresh] for k, v in batch.items()}
+        vectors[slots] = batch["vector"]
+        seen[slots] = True
+        on_rows(len(slots))
+        for place, count in zip(*np.unique(shard_of[slots], return_counts=True), strict=True):
+            remaining[place] -= count
+            if remaining[place] == 0:
+                write(window[place], vectors[starts[place]:starts[place + 1]])
+    missing = [window[place].number for place in np.flatnonzero(remaining)]
     if missing:
-        raise HyporagError(f"ray: shards {missing[:5]} came back incomplete ({sum(remaining.values())} passages "
+        raise HyporagError(f"ray: shards {missing[:5]} came back incomplete ({int(remaining.sum())} passages "
                            "missing); re-run the same command to redo them")
