@@ -1,4 +1,4 @@
-"""BM25's own scoring loop and block top-k: bm25s's scores to the bit, the exact top k, best first, ties by row."""
+"""BM25 search: bm25s's own scores, and the block top-k gives their exact top k, best first, ties by row."""
 
 from __future__ import annotations
 
