@@ -48,6 +48,7 @@ class BM25Index:
     """A bm25s index over the passage store's rows; `search_many` returns (rows, scores) arrays."""
 
     DIRNAME = "bm25"
+    ENGINE = "bm25s"  # recorded in the manifest: an index another engine built is refused, not misread
     K1, B = 1.5, 0.75  # bm25s's defaults (MedRAG's Pyserini searcher uses Anserini's 0.9, 0.4); in the manifest
 
     def __init__(self, model):

@@ -191,8 +191,8 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
                                   show_progress=progress)
         shutil.rmtree(directory / BM25Index.DIRNAME, ignore_errors=True)
         tmp.rename(directory / BM25Index.DIRNAME)
-        manifest["parts"]["bm25"] = {"tokenizer": TOKENIZER, "k1": BM25Index.K1, "b": BM25Index.B,
-                                     "seconds": round(time.perf_counter() - started, 2)}
+        manifest["parts"]["bm25"] = {"engine": BM25Index.ENGINE, "tokenizer": TOKENIZER, "k1": BM25Index.K1,
+                                     "b": BM25Index.B, "seconds": round(time.perf_counter() - started, 2)}
         _save(directory, manifest)
         log(f"bm25: built in {manifest['parts']['bm25']['seconds']} s")
     if vectors is None and retriever in ("dense", "both"):
@@ -275,6 +275,11 @@ def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None =
             f"{directory}: its build stopped before a retriever part finished (parts: "
             f"{', '.join(manifest.get('parts') or {}) or 'none'}); complete it with `hyporag index build --corpus "
             f"{manifest.get('corpus_spec') or '<corpus>'} --index-dir {directory}` (finished parts are reused)")
+    engine = (manifest["parts"].get("bm25") or {}).get("engine", BM25Index.ENGINE)  # indexes before the field: bm25s
+    if engine != BM25Index.ENGINE:
+        raise IndexMismatchError(f"{directory}: its BM25 part was built by the {engine!r} engine, which this hyporag "
+                                 f"does not search (it searches {BM25Index.ENGINE!r}); rebuild it with `hyporag index "
+                                 f"build --corpus {manifest.get('corpus_spec') or '<corpus>'} --force`")
     verify_files(directory, manifest, checksums=checksums)
     try:  # files that match their manifest can still be ones numpy, bm25s or FAISS refuse (a hostile artifact's)
         store = PassageStore(directory / PassageStore.FILENAME)

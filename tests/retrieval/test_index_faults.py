@@ -85,3 +85,18 @@ def test_over_long_passages_are_split_at_build_time_and_retrievable(tmp_path):
     hits = retriever.search("necrolytic migratory erythema", k=1)
     assert hits[0].id.startswith("long#") and "necrolytic" in hits[0].contents
     assert np.isfinite(hits[0].score)
+
+
+def test_an_index_whose_bm25_another_engine_built_is_refused_in_one_line(tiny_corpus_dir, tmp_path):
+    corpus = load_corpus(str(tiny_corpus_dir))
+    directory = build_index(corpus, tmp_path / "ix", retriever="bm25", progress=False, log=lambda m: None)
+    manifest = read_manifest(directory)
+    assert manifest["parts"]["bm25"]["engine"] == "bm25s"
+    manifest["parts"]["bm25"]["engine"] = "lucene"
+    _save(directory, manifest)
+    with pytest.raises(IndexMismatchError) as caught:
+        open_index(directory, corpus=corpus)
+    assert "\n" not in str(caught.value) and "'lucene' engine" in str(caught.value) and "--force" in str(caught.value)
+    del manifest["parts"]["bm25"]["engine"]  # an index from before the field: bm25s's, opened as before
+    _save(directory, manifest)
+    assert open_index(directory, corpus=corpus).bm25 is not None
