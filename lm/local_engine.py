@@ -20,30 +20,38 @@ _SERVERS_LOCK = threading.Lock()
 
 def _server_for(path: Path, n_ctx: int, threads: int, cache_reuse: int = 0, host_cache_mib: int | None = None,
                 speculative: str = "none"):
+    """The process's one server for these settings (loading a model costs seconds and RAM)."""
     from hyporag.lm.speculative import Speculative
 
-    mode = Speculative.parse(speculative)
-    key = (str(path), n_ctx, cache_reuse, host_cache_mib, mode.label)
+    key = (str(path), n_ctx, cache_reuse, host_cache_mib, Speculative.parse(speculative).label)
     with _SERVERS_LOCK:
         if key not in _SERVERS:
-            try:
-                import xllamacpp
-            except ImportError as exc:
-                raise ModelError("local models need the 'xllamacpp' package: pip install xllamacpp") from exc
-            params = xllamacpp.CommonParams()
-            params.model.path = str(path)
-            params.n_ctx = n_ctx
-            params.n_parallel = 1  # 2 cores: one slot keeps the whole prefix cache for the question being answered
-            params.cpuparams.n_threads = threads
-            params.cpuparams_batch.n_threads = threads
-            params.n_cache_reuse = cache_reuse  # >0: reuse cached chunks of at least this many tokens, shifted
-            if host_cache_mib is not None:  # llama.cpp keeps earlier prompts' KV in RAM (default 8 GiB), 0 = off
-                params.cache_ram_mib = host_cache_mib
-            mode.apply(params, threads)
-            params.warmup = False
-            params.verbosity = -1 if not os.environ.get("HYPORAG_LLAMA_VERBOSE") else 1
-            _SERVERS[key] = xllamacpp.Server(params)
+            _SERVERS[key] = new_server(path, n_ctx, threads, cache_reuse, host_cache_mib, speculative)
         return _SERVERS[key]
+
+
+def new_server(path: Path, n_ctx: int, threads: int, cache_reuse: int = 0, host_cache_mib: int | None = None,
+               speculative: str = "none"):
+    """A fresh xllamacpp server (no slot or cache state shared with any other), e.g. to compare decoding modes."""
+    from hyporag.lm.speculative import Speculative
+
+    try:
+        import xllamacpp
+    except ImportError as exc:
+        raise ModelError("local models need the 'xllamacpp' package: pip install xllamacpp") from exc
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.n_ctx = n_ctx
+    params.n_parallel = 1  # 2 cores: one slot keeps the whole prefix cache for the question being answered
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.n_cache_reuse = cache_reuse  # >0: reuse cached chunks of at least this many tokens, shifted
+    if host_cache_mib is not None:  # llama.cpp keeps earlier prompts' KV in RAM (default 8 GiB), 0 = off
+        params.cache_ram_mib = host_cache_mib
+    Speculative.parse(speculative).apply(params, threads)
+    params.warmup = False
+    params.verbosity = -1 if not os.environ.get("HYPORAG_LLAMA_VERBOSE") else 1
+    return xllamacpp.Server(params)
 
 
 def _text_of(content: Any) -> str:

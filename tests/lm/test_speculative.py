@@ -1,6 +1,7 @@
-"""Speculative decoding gives plain decoding's replies at temperature 0, byte for byte: the embedded 1.5B answers
+"""Speculative decoding gives plain decoding's replies at temperature 0, byte for byte: a local model answers
 cot, rag, hcqr and chr on one question under both protocols, every request is recorded, and the same requests go
-to fresh engines decoding with n-gram lookup, n-gram-mod and the 0.5B draft model. Marked: runs real models."""
+to fresh servers decoding plainly and with n-gram lookup, n-gram-mod and the 0.5B draft model. Marked: runs real
+models."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ import pytest
 
 from hyporag.errors import ConfigError
 from hyporag.lm.speculative import Speculative
-
-MODES = ("ngram", "ngram-mod", "draft")
 
 
 def test_parse_names_the_modes_and_refuses_others_in_one_line():
@@ -37,37 +36,73 @@ class Recorder:
         return result
 
 
-@pytest.mark.local_lm
-@pytest.mark.skipif(not os.environ.get("HYPORAG_SPECULATIVE_TEST"), reason="replays every call on three more "
-                    "engines (the draft mode loads a second model): over 15 minutes on 2 cores, beyond CI's budget; "
-                    "HYPORAG_SPECULATIVE_TEST=1 runs it")
-def test_speculative_replies_equal_plain_decoding(tiny_retriever):
+def record_calls(tiny_retriever, model: str) -> tuple[list, object]:
+    """Every request (and reply) of cot, rag, hcqr and chr on one question under both protocols, answered by
+    `model` on a server of this test's own; returns them with the engine."""
     from hyporag.lm.client import LMRoles, engine_of
-    from hyporag.lm.local_engine import _server_for
     from hyporag.programs import make_program
     from hyporag.programs.protocol import FAST, PAPER
     from tests.conftest import QUESTIONS
 
     calls = []
     for protocol in (FAST, PAPER):
-        roles = LMRoles.from_specs(local_adapter=protocol.local_adapter, cap_outputs=protocol.caps_engine_output,
-                                   max_tokens=160, cache=False)
+        roles = LMRoles.from_specs(f"local:{model}", local_adapter=protocol.local_adapter,
+                                   cap_outputs=protocol.caps_engine_output, max_tokens=160, cache=False)
         engine = engine_of(roles.answer.lm)
         engine.host_cache_mib = 0  # a server of this test's own, whatever earlier tests left in the process
         recorder = Recorder(engine.server)
         engine._server = recorder
         for method in ("cot", "rag", "hcqr", "chr"):
             program = make_program(method, retriever=tiny_retriever, roles=roles, budget=2, protocol=protocol.name)
-            question = QUESTIONS[0]
-            program(question=question["question"], options=question["options"])
+            program(question=QUESTIONS[0]["question"], options=QUESTIONS[0]["options"])
         engine._server = recorder.server
         calls.extend(recorder.calls)
     assert len(calls) >= 12
-    for mode in MODES:
-        server = _server_for(engine.model_path, engine.n_ctx, engine.threads, 0, 0, mode)
-        differing = [i for i, (body, reply) in enumerate(calls)
-                     if server.handle_chat_completions(body)["choices"][0]["message"]["content"] != reply]
-        assert not differing, f"--speculative {mode}: replies {differing} of {len(calls)} differ from plain decoding"
+    return calls, engine
+
+
+def replies(engine, bodies: list, mode: str, model_path=None) -> list[str]:
+    """The replies of a fresh server (no host cache) decoding with `mode` to these requests, in order: the same
+    requests in the same order leave each server's prefix cache in the same states."""
+    from hyporag.lm.local_engine import new_server
+
+    threads = int(os.environ.get("HYPORAG_LLAMA_THREADS") or engine.threads)  # as the engine's own server
+    server = new_server(model_path or engine.model_path, engine.n_ctx, threads, 0, 0, mode)
+    return [server.handle_chat_completions(body)["choices"][0]["message"]["content"] for body in bodies]
+
+
+def differing(got: list[str], want: list[str]) -> list[int]:
+    return [i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b]
+
+
+@pytest.mark.local_lm
+@pytest.mark.skipif(not os.environ.get("HYPORAG_SPECULATIVE_TEST"), reason="replays every recorded request on three "
+                    "fresh servers: ~10 minutes on 2 cores, beyond CI's budget; HYPORAG_SPECULATIVE_TEST=1 runs it")
+def test_ngram_lookup_replies_equal_plain_decoding(tiny_retriever):
+    """The n-gram modes need no second model: checked on the 0.5B (the 1.5B's architecture and tokenizer), whose
+    plain replies to the same requests on a fresh server are the reference."""
+    calls, engine = record_calls(tiny_retriever, "qwen2.5-coder-0.5b")
+    bodies = [body for body, _ in calls]
+    plain = replies(engine, bodies, "none")
+    for mode in ("ngram", "ngram-mod"):
+        changed = differing(replies(engine, bodies, mode), plain)
+        assert not changed, f"--speculative {mode}: replies {changed} of {len(bodies)} differ from plain decoding"
+
+
+@pytest.mark.local_lm
+@pytest.mark.skipif(not os.environ.get("HYPORAG_SPECULATIVE_TEST"), reason="decodes the recorded requests twice "
+                    "on the 1.5B, once with the 0.5B drafting: beyond CI's budget on 2 cores; "
+                    "HYPORAG_SPECULATIVE_TEST=1 runs it")
+def test_draft_model_replies_equal_plain_decoding(tiny_retriever):
+    """The 1.5B target with the 0.5B draft against the 1.5B alone, on the same recorded requests."""
+    from hyporag.lm.gguf import resolve_model_path
+
+    calls, engine = record_calls(tiny_retriever, "qwen2.5-coder-0.5b")
+    bodies = [body for body, _ in calls]
+    target = resolve_model_path("qwen2.5-coder-1.5b")
+    plain = replies(engine, bodies, "none", target)
+    changed = differing(replies(engine, bodies, "draft", target), plain)
+    assert not changed, f"--speculative draft: replies {changed} of {len(bodies)} differ from plain decoding"
 
 
 def test_the_mode_is_recorded_but_keys_no_cache_and_refuses_no_resume():
