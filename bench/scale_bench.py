@@ -78,7 +78,7 @@ def child(part: str, directory: Path) -> dict:
 
     corpus = load_corpus(str(directory / "corpus.jsonl"))
     started = time.perf_counter()
-    kwargs = {"retriever": "bm25"} if part == "bm25" else {
+    kwargs = {"retriever": "bm25", "bm25_engine": "bm25s"} if part == "bm25" else {
         "retriever": "dense", "embedder_name": f"hashing-{DIM}", "faiss_kind": "ivfpq",
         "vectors": directory / "vectors"}
     index_dir = build_index(corpus, directory / f"index-{part}", progress=False, log=lambda m: None, **kwargs)

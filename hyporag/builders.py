@@ -51,9 +51,10 @@ def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = Non
                                f"--retriever {'dense' if mode == 'dense' else 'both'}`")
         print(f"no finished index at {directory}: building a BM25 index of {corpus.name} first (once, ~10 s; an "
               "interrupted build resumes here)", file=sys.stderr)
-        build_index(corpus, directory, retriever="bm25", progress=False, log=lambda m: print(m, file=sys.stderr))
+        build_index(corpus, directory, retriever="bm25", progress=False, log=lambda m: print(m, file=sys.stderr),
+                    bm25_engine=config.bm25_engine)
     retriever = open_index(directory, corpus=corpus, mode=mode, faiss_kind=config.faiss, rrf_k=config.rrf_k,
-                           asked_encoder=config.embedder, nprobe=config.nprobe)
+                           asked_encoder=config.embedder, nprobe=config.nprobe, asked_bm25_engine=config.bm25_engine)
     if config.fuse_index:
         retriever.fuse_with([open_index(Path(d), corpus=corpus, mode="dense", faiss_kind=config.faiss,
                                         nprobe=config.nprobe) for d in config.fuse_index])

@@ -34,6 +34,7 @@ class RunConfig:
     faiss: str = "flat"
     nprobe: int | None = None  # IVF kinds: inverted lists searched per query (default lists / 16, at most 128)
     embedder: str | None = None  # index build: the encoder; elsewhere: checked against the index's own
+    bm25_engine: str = "auto"  # index build: bm25s, tantivy or auto (by size); elsewhere: checked like embedder
     rrf_k: int = 60
     fuse_index: list[str] = field(default_factory=list)  # other indexes of the corpus fused in hybrid mode
     lm: str = "local:qwen2.5-coder-1.5b"

@@ -1,7 +1,8 @@
-"""Retrieval substrate: corpora, passage store, BM25 (bm25s), dense (sentence-transformers + FAISS), hybrid RRF,
-contrastive scoring for CHR, and the multi-query budget merge for HCQR."""
+"""Retrieval substrate: corpora, passage store, BM25 (bm25s or tantivy), dense (sentence-transformers + FAISS),
+hybrid RRF, contrastive scoring for CHR, and the multi-query budget merge for HCQR."""
 
 from hyporag.retrieval.bm25 import BM25Index
+from hyporag.retrieval.bm25_tantivy import TantivyBM25Index
 from hyporag.retrieval.corpus import CORPORA, Corpus, Passage, load_corpus
 from hyporag.retrieval.dense import DenseIndex, build_faiss, default_nprobe
 from hyporag.retrieval.encoders import EncoderSpec, make_encoder
@@ -29,6 +30,7 @@ __all__ = [
     "Passage",
     "PassageStore",
     "Retriever",
+    "TantivyBM25Index",
     "VectorShards",
     "WeightedQuery",
     "build_faiss",

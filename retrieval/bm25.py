@@ -10,12 +10,19 @@ import numpy as np
 TOKENIZER = "bm25s.tokenize(stopwords=en, PyStemmer english)"
 
 
-def _stemmer():
+def stemmer():
     try:
         import Stemmer
     except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
         return None
     return Stemmer.Stemmer("english")
+
+
+def tokenize(texts: list[str], word_stemmer) -> list[list[str]]:
+    """bm25s's tokens (English stopwords out, stemmed): every engine indexes and queries these, so they share terms."""
+    import bm25s
+
+    return bm25s.tokenize(texts, stopwords="en", stemmer=word_stemmer, return_ids=False, show_progress=False)
 
 
 BLOCK = 1024  # rows per block of the top-k selection
@@ -53,7 +60,7 @@ class BM25Index:
 
     def __init__(self, model):
         self.model = model
-        self.stemmer = _stemmer()
+        self.stemmer = stemmer()
         self.size = int(model.scores["num_docs"])
 
     @classmethod
@@ -61,7 +68,7 @@ class BM25Index:
               show_progress: bool = True) -> BM25Index:
         import bm25s
 
-        tokens = bm25s.tokenize(list(texts), stopwords="en", stemmer=_stemmer(), show_progress=show_progress)
+        tokens = bm25s.tokenize(list(texts), stopwords="en", stemmer=stemmer(), show_progress=show_progress)
         model = bm25s.BM25(k1=k1, b=b)
         model.index(tokens, show_progress=show_progress)
         model.save(str(directory))
@@ -73,7 +80,7 @@ class BM25Index:
         """The same index as `build` (bm25s's files and scores) with one batch of texts in memory at a time."""
         from hyporag.retrieval.bm25_chunked import build_chunked
 
-        build_chunked(batches, Path(directory), _stemmer(), k1, b, progress=show_progress)
+        build_chunked(batches, Path(directory), stemmer(), k1, b, progress=show_progress)
         return cls.load(directory)
 
     @classmethod
@@ -86,11 +93,8 @@ class BM25Index:
         """Top-k rows and scores per query; a query with no indexable term (only stopwords, say) gets row -1 and
         score 0, which callers drop. Scores are bm25s's own; only the top-k selection is ours (exact, ties by row, and
         ~3x cheaper than bm25s's full argpartition at 5M passages)."""
-        import bm25s
-
         k = min(k, self.size)
-        tokens = bm25s.tokenize(list(queries), stopwords="en", stemmer=self.stemmer, return_ids=False,
-                                show_progress=False)
+        tokens = tokenize(list(queries), self.stemmer)
         rows = np.full((len(tokens), k), -1, dtype=np.int64)
         scores = np.zeros((len(tokens), k), dtype=np.float32)
         for i, query_tokens in enumerate(tokens):
@@ -110,10 +114,7 @@ class BM25Index:
 
     def score_rows(self, query: str, rows: np.ndarray) -> np.ndarray:
         """BM25 scores of one query against given rows (for contrastive scoring over a candidate union)."""
-        import bm25s
-
-        tokens = bm25s.tokenize([query], stopwords="en", stemmer=self.stemmer, return_ids=False, show_progress=False)
-        ids = self._term_ids(tokens[0])
+        ids = self._term_ids(tokenize([query], self.stemmer)[0])
         if not ids:
             return np.zeros(len(rows), dtype=np.float32)
         return np.asarray(self.scores_of(ids), dtype=np.float32)[rows]

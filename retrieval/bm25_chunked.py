@@ -16,11 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-def _tokenize(texts: list[str], stemmer) -> list[list[str]]:
-    import bm25s
-
-    return bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False)
+from hyporag.retrieval.bm25 import tokenize
 
 
 def build_chunked(batches: Iterable[list[str]], directory: Path, stemmer, k1: float = 1.5, b: float = 0.75,
@@ -38,7 +34,7 @@ def build_chunked(batches: Iterable[list[str]], directory: Path, stemmer, k1: fl
     documents, chunks = 0, 0
     for texts in tqdm(batches, desc="bm25 pass 1 (tokenize)", unit="batch", disable=not progress):
         doc_ids, term_ids, counts, doc_lengths = [], [], [], np.zeros(len(texts), dtype=np.int32)
-        for offset, tokens in enumerate(_tokenize(texts, stemmer)):
+        for offset, tokens in enumerate(tokenize(texts, stemmer)):
             ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in tokens), dtype=np.int64, count=len(tokens))
             doc_lengths[offset] = len(ids)
             unique, tf = np.unique(ids, return_counts=True)

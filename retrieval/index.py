@@ -22,7 +22,7 @@ from hyporag.atomic import write_json_atomic
 from hyporag.errors import HyporagError, IndexMismatchError
 from hyporag.manifests import read_json_object
 from hyporag.paths import cache_dir
-from hyporag.retrieval.bm25 import TOKENIZER, BM25Index
+from hyporag.retrieval.bm25_engines import bm25_engine_of, bm25_part_wanted, engine_class, part_record, resolve_engine
 from hyporag.retrieval.corpus import Corpus
 from hyporag.retrieval.dense import DenseIndex
 from hyporag.retrieval.dense_part import build_dense, open_dense
@@ -35,6 +35,7 @@ from hyporag.retrieval.store import PassageStore
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+BM25_DIR = "bm25"  # the BM25 part, whichever engine built it
 BM25_BATCH = 50_000  # passages tokenized at a time: BM25's memory is one batch, not the corpus
 
 
@@ -100,9 +101,10 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 def build_index(corpus: Corpus, directory: Path | None = None, retriever: str = "both",
                 embedder_name: str = DEFAULT_EMBEDDER, faiss_kind: str = "flat", max_seq_length: int | None = None,
                 progress: bool = True, log=None, force: bool = False, vectors: Path | None = None,
-                max_passage_chars: int = MAX_PASSAGE_CHARS) -> Path:
+                max_passage_chars: int = MAX_PASSAGE_CHARS, bm25_engine: str = "auto") -> Path:
     """Build (or finish building) the index of `corpus`; returns its directory. `vectors`: a directory of
     precomputed passage vectors to use instead of embedding (made by the encoder `embedder_name` names).
+    `bm25_engine`: bm25s, tantivy, or auto (by corpus size; retrieval.bm25_engines).
 
     An index of another corpus in `directory` (another source and other contents) is refused unless `force`:
     replacing it would destroy something the user built. The same source with new contents is rebuilt."""
@@ -112,7 +114,7 @@ def build_index(corpus: Corpus, directory: Path | None = None, retriever: str = 
     directory.mkdir(parents=True, exist_ok=True)
     try:
         return _build(corpus, directory, retriever, embedder_name, faiss_kind, max_seq_length, progress, log, force,
-                      vectors, max_passage_chars)
+                      vectors, max_passage_chars, bm25_engine)
     except BaseException:
         if created and not any(directory.iterdir()):
             directory.rmdir()
@@ -130,7 +132,7 @@ def _clear(directory: Path) -> None:
 
 def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, faiss_kind: str,
            max_seq_length: int | None, progress: bool, log, force: bool, vectors: Path | None,
-           max_passage_chars: int) -> Path:
+           max_passage_chars: int, bm25_engine: str) -> Path:
     fingerprint = corpus.fingerprint()
     manifest: dict[str, Any] = {}
     if (directory / MANIFEST).is_file():
@@ -183,18 +185,17 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
 
     if vectors is not None and retriever in ("dense", "both"):
         dense_part()  # precomputed vectors are checked before any slow part, so a mismatch costs nothing
-    if retriever in ("bm25", "both") and "bm25" not in manifest["parts"]:
+    if retriever in ("bm25", "both") and bm25_part_wanted(directory, manifest, bm25_engine, force):
+        engine = resolve_engine(bm25_engine, manifest["passage_count"])
         started = time.perf_counter()
         tmp = directory / "bm25.partial"
         shutil.rmtree(tmp, ignore_errors=True)
-        BM25Index.build_in_chunks(store.texts(BM25_BATCH), tmp, k1=BM25Index.K1, b=BM25Index.B,
-                                  show_progress=progress)
-        shutil.rmtree(directory / BM25Index.DIRNAME, ignore_errors=True)
-        tmp.rename(directory / BM25Index.DIRNAME)
-        manifest["parts"]["bm25"] = {"engine": BM25Index.ENGINE, "tokenizer": TOKENIZER, "k1": BM25Index.K1,
-                                     "b": BM25Index.B, "seconds": round(time.perf_counter() - started, 2)}
+        engine_class(engine).build_in_chunks(store.texts(BM25_BATCH), tmp, show_progress=progress)
+        shutil.rmtree(directory / BM25_DIR, ignore_errors=True)
+        tmp.rename(directory / BM25_DIR)
+        manifest["parts"]["bm25"] = {**part_record(engine), "seconds": round(time.perf_counter() - started, 2)}
         _save(directory, manifest)
-        log(f"bm25: built in {manifest['parts']['bm25']['seconds']} s")
+        log(f"bm25 ({engine}): built in {manifest['parts']['bm25']['seconds']} s")
     if vectors is None and retriever in ("dense", "both"):
         dense_part()
     store.close()
@@ -206,7 +207,7 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
 def _save(directory: Path, manifest: dict[str, Any]) -> None:
     parts = [PassageStore.FILENAME]
     if "bm25" in manifest["parts"]:
-        parts.append(BM25Index.DIRNAME)
+        parts.append(BM25_DIR)
     if "dense" in manifest["parts"]:
         parts.append(f"{DenseIndex.DIRNAME}/vectors.npy")
         parts += [f"{DenseIndex.DIRNAME}/faiss-{k}.index" for k in manifest["parts"]["dense"]["faiss"]]
@@ -259,9 +260,9 @@ def verify_files(directory: Path, manifest: dict[str, Any], checksums: bool = Tr
 
 def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None = None, faiss_kind: str = "flat",
                embedder=None, checksums: bool = True, asked_encoder: str | None = None, nprobe: int | None = None,
-               **retriever_kwargs: Any) -> Retriever:
+               asked_bm25_engine: str | None = None, **retriever_kwargs: Any) -> Retriever:
     """Load a built index, refusing a manifest/corpus/file mismatch (or a query encoder other than the one that
-    made its vectors, `asked_encoder`) with a one-line error."""
+    made its vectors, `asked_encoder`, or a BM25 engine other than `asked_bm25_engine`) with a one-line error."""
     directory = Path(directory)
     manifest = read_manifest(directory)
     if corpus is not None and manifest.get("corpus_fingerprint") != corpus.fingerprint():
@@ -275,15 +276,11 @@ def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None =
             f"{directory}: its build stopped before a retriever part finished (parts: "
             f"{', '.join(manifest.get('parts') or {}) or 'none'}); complete it with `hyporag index build --corpus "
             f"{manifest.get('corpus_spec') or '<corpus>'} --index-dir {directory}` (finished parts are reused)")
-    engine = (manifest["parts"].get("bm25") or {}).get("engine", BM25Index.ENGINE)  # indexes before the field: bm25s
-    if engine != BM25Index.ENGINE:
-        raise IndexMismatchError(f"{directory}: its BM25 part was built by the {engine!r} engine, which this hyporag "
-                                 f"does not search (it searches {BM25Index.ENGINE!r}); rebuild it with `hyporag index "
-                                 f"build --corpus {manifest.get('corpus_spec') or '<corpus>'} --force`")
+    engine = bm25_engine_of(directory, manifest, asked_bm25_engine)
     verify_files(directory, manifest, checksums=checksums)
     try:  # files that match their manifest can still be ones numpy, bm25s or FAISS refuse (a hostile artifact's)
         store = PassageStore(directory / PassageStore.FILENAME)
-        bm25 = BM25Index.load(directory / BM25Index.DIRNAME) if "bm25" in manifest["parts"] else None
+        bm25 = engine_class(engine).load(directory / BM25_DIR) if "bm25" in manifest["parts"] else None
         dense = None
         dense_part = manifest["parts"].get("dense")
         if dense_part and mode != "bm25":

@@ -66,15 +66,25 @@ def tiny_corpus_dir(tmp_path) -> Path:
     return directory
 
 
-@pytest.fixture
-def tiny_retriever(tiny_corpus_dir, tmp_path):
-    """BM25 + dense (hashing embedder) over the tiny corpus."""
+def _tiny_index(corpus_dir: Path, directory: Path, bm25_engine: str):
     from hyporag.retrieval import build_index, load_corpus, open_index
 
-    corpus = load_corpus(str(tiny_corpus_dir))
-    directory = build_index(corpus, tmp_path / "index", retriever="both", embedder_name="hashing-64",
-                            progress=False, log=lambda m: None)
+    corpus = load_corpus(str(corpus_dir))
+    directory = build_index(corpus, directory, retriever="both", embedder_name="hashing-64", progress=False,
+                            log=lambda m: None, bm25_engine=bm25_engine)
     return open_index(directory, corpus=corpus)
+
+
+@pytest.fixture
+def tiny_retriever(tiny_corpus_dir, tmp_path):
+    """BM25 (bm25s) + dense (hashing embedder) over the tiny corpus."""
+    return _tiny_index(tiny_corpus_dir, tmp_path / "index", "bm25s")
+
+
+@pytest.fixture(params=["bm25s", "tantivy"])
+def bm25_retriever(request, tiny_corpus_dir, tmp_path):
+    """The tiny index with its BM25 part on each engine: what BM25 must do, it must do on both."""
+    return _tiny_index(tiny_corpus_dir, tmp_path / f"index-{request.param}", request.param)
 
 
 QUESTIONS = [

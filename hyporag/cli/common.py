@@ -9,6 +9,7 @@ from pathlib import Path
 from hyporag.errors import ConfigError
 from hyporag.jobs.settings import JOBS, JobSettings
 from hyporag.programs.registry import CONFIGS
+from hyporag.retrieval.bm25_engines import CHOICES as BM25_CHOICES
 from hyporag.retrieval.dense import FAISS_KINDS
 from hyporag.retrieval.retriever import MODES
 from hyporag.run_config import PROJECT_FILE, RUN_FIELDS, RunConfig, build_run_config, program_fields, read_project_file
@@ -58,6 +59,8 @@ def add_program_args(parser: argparse.ArgumentParser) -> None:
                        "most 128; more = closer to exact search, slower)")
     group.add_argument("--embedder", help="check that the index's vectors were made by this encoder (queries always "
                        "use the index's own query side; another is refused)")
+    group.add_argument("--bm25-engine", choices=BM25_CHOICES, help="check that the index's BM25 part was built by "
+                       "this engine (bm25s or tantivy; another is refused)")
     group.add_argument("--rrf-k", type=int, help="reciprocal-rank-fusion constant for hybrid retrieval (default 60; "
                        "MedRAG fuses with 100)")
     group.add_argument("--fuse-index", action="append", metavar="DIR", help="another index of the same corpus whose "

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from hyporag.cli.common import add_data_args
 from hyporag.errors import HyporagError
+from hyporag.retrieval.bm25_engines import CHOICES as BM25_CHOICES
+from hyporag.retrieval.bm25_engines import TANTIVY_FROM
 from hyporag.retrieval.dense import FAISS_KINDS
 from hyporag.run_config import RunConfig
 
@@ -30,7 +32,11 @@ def add_parser(sub) -> None:
     build.add_argument("--vectors", help="precomputed passage vectors (a folder of .npy shards with their ids, or "
                        "MedRAG's index/<encoder>/embedding folder) to use instead of embedding; give the --embedder "
                        "that made them")
-    build.add_argument("--force", action="store_true", help="replace an index of another corpus in --index-dir")
+    build.add_argument("--bm25-engine", choices=BM25_CHOICES, help="BM25 engine: bm25s (exact scores over every "
+                       "passage), tantivy (block-max WAND), or auto (default: tantivy from "
+                       f"{TANTIVY_FROM:,} passages on, where it is faster)")
+    build.add_argument("--force", action="store_true", help="replace an index of another corpus in --index-dir, or "
+                       "a BM25 part another engine built")
     for name, what in (("faiss-train", "train an IVF kind once on the seeded sample (the first step of a sharded "
                         "build)"), ("faiss-add", "add shard I/N of the vectors to the trained index (any machine "
                                     "holding the index directory)"),
@@ -76,7 +82,7 @@ def run(args: argparse.Namespace, config: RunConfig) -> int:
     directory = build_index(corpus, Path(config.index_dir) if config.index_dir else None, retriever=retriever,
                             embedder_name=config.embedder or DEFAULT_EMBEDDER, faiss_kind=config.faiss,
                             max_seq_length=args.max_seq_length, force=args.force,
-                            vectors=Path(args.vectors) if args.vectors else None,
+                            vectors=Path(args.vectors) if args.vectors else None, bm25_engine=config.bm25_engine,
                             **({"max_passage_chars": args.max_passage_chars} if args.max_passage_chars else {}))
     print(f"index ready at {directory} ({time.perf_counter() - started:.1f} s)")
     return 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from dspy.utils import DummyLM
 
 from hyporag.lm.client import LMRoles
@@ -55,14 +56,17 @@ def test_rewriter_sees_the_hypothesis_state_but_not_the_options(tiny_retriever):
         assert part in text
 
 
-def test_per_query_k_is_budget_over_three_and_scores_are_summed(tiny_retriever):
-    program, prediction, _, counting = run_hcqr(tiny_retriever, budget=6)
+@pytest.mark.parametrize("mode", ["hybrid", "bm25"])
+def test_per_query_k_is_budget_over_three_and_scores_are_summed(bm25_retriever, mode):
+    bm25_retriever.mode = mode  # BM25 alone: the sum of min-max-normalised scores, on each engine
+    program, prediction, _, counting = run_hcqr(bm25_retriever, budget=6)
     assert program.per_query_k == 2 and program.merge_policy == "sum"
     assert counting.queries == [list(QUERIES.values())]
-    lists = tiny_retriever.search_many(list(QUERIES.values()), 2)
+    lists = bm25_retriever.search_many(list(QUERIES.values()), 2)
     from hyporag.retrieval import merge_to_budget
 
-    expected = merge_to_budget(lists, 6, "sum", normalize=tiny_retriever.mode == "bm25")
+    expected = merge_to_budget(lists, 6, "sum", normalize=mode == "bm25")
+    assert expected and len({h.id for h in expected}) == len(expected)
     assert [p["id"] for p in prediction.passages] == [h.id for h in expected]
     assert program.settings()["protocol"] == PAPER.name and program.settings()["reasoning"] is True
 

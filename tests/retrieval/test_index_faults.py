@@ -48,11 +48,12 @@ def test_opening_a_half_built_index_names_the_directory_and_the_command(tiny_cor
         open_index(tmp_path / "ix", corpus=corpus)
 
 
-@pytest.mark.parametrize("target", ["dense/faiss-flat.index", "bm25"])
-def test_a_hostile_index_file_whose_manifest_matches_is_one_line(tiny_corpus_dir, tmp_path, target):
+@pytest.mark.parametrize(("target", "engine"), [("dense/faiss-flat.index", "bm25s"), ("bm25", "bm25s"),
+                                                ("bm25", "tantivy")])
+def test_a_hostile_index_file_whose_manifest_matches_is_one_line(tiny_corpus_dir, tmp_path, target, engine):
     corpus = load_corpus(str(tiny_corpus_dir))
     directory = build_index(corpus, tmp_path / "ix", retriever="both", embedder_name="hashing-16", progress=False,
-                            log=lambda m: None)
+                            log=lambda m: None, bm25_engine=engine)
     path = directory / target
     for victim in ([path] if path.is_file() else sorted(p for p in path.iterdir() if p.suffix in (".npy", ".json"))):
         victim.write_bytes(b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (99, 99), }"

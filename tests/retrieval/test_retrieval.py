@@ -20,19 +20,19 @@ def contrast(retriever, plus: str, minus: str, lam: float, k: int, mode: str | N
     return retriever.search_weighted([WeightedQuery.difference(plus, minus, lam)], k, mode=mode)[0]
 
 
-def test_bm25_dense_hybrid_find_the_insulin_passage(tiny_retriever):
+def test_bm25_dense_hybrid_find_the_insulin_passage(bm25_retriever):
     for mode in ("bm25", "dense", "hybrid"):
-        hits = tiny_retriever.search("which cells secrete insulin", 3, mode=mode)
+        hits = bm25_retriever.search("which cells secrete insulin", 3, mode=mode)
         assert hits and len(hits) <= 3
         assert "p1" in [h.id for h in hits], mode
 
 
-def test_search_many_matches_single_searches(tiny_retriever):
+def test_search_many_matches_single_searches(bm25_retriever):
     queries = ["insulin beta cells", "bone resorption osteoclasts", "erythropoietin kidney"]
     for mode in ("bm25", "dense", "hybrid"):
-        batched = tiny_retriever.search_many(queries, 4, mode=mode)
+        batched = bm25_retriever.search_many(queries, 4, mode=mode)
         assert [[h.id for h in hits] for hits in batched] == [
-            [h.id for h in tiny_retriever.search(q, 4, mode=mode)] for q in queries]
+            [h.id for h in bm25_retriever.search(q, 4, mode=mode)] for q in queries]
 
 
 def test_contrastive_vector_equals_brute_force(tiny_retriever):
@@ -49,9 +49,9 @@ def test_contrastive_vector_equals_brute_force(tiny_retriever):
     np.testing.assert_allclose([h.score for h in hits], brute[expected_rows], rtol=1e-5, atol=1e-6)
 
 
-def test_contrastive_pushes_mimic_passage_down(tiny_retriever):
-    plain = [h.id for h in tiny_retriever.search("pancreas secretes insulin glucagon", 10, mode="bm25")]
-    ranked = [h.id for h in contrast(tiny_retriever, "pancreas beta cells secrete insulin",
+def test_contrastive_pushes_mimic_passage_down(bm25_retriever):
+    plain = [h.id for h in bm25_retriever.search("pancreas secretes insulin glucagon", 10, mode="bm25")]
+    ranked = [h.id for h in contrast(bm25_retriever, "pancreas beta cells secrete insulin",
                                      "pancreas alpha cells secrete glucagon", 1.0, 10, mode="bm25")]
     assert ranked.index("p2") > ranked.index("p1")
     assert "p2" in plain
