@@ -89,6 +89,9 @@ def markdown(report: dict) -> str:
         lines += ["", "Unparseable answers: " + "; ".join(
             f"{rule} ({'scored wrong' if rule == 'strict' else 'scored as A, MIRAGE'}) for "
             + ", ".join(m for m, r in rules.items() if r == rule) for rule in sorted(set(rules.values()))) + "."]
+    engine = (report.get("settings") or {}).get("bm25_engine")
+    if engine:  # two engines rank differently: a table says which one its passages came from
+        lines += ["", f"BM25 engine: {engine} ({report['settings'].get('retriever')} retrieval)."]
     if report.get("cost_by_role"):
         lines += ["", "| method | role | calls/q | in tok/q sent | processed | out tok/q | s/q |",
                   "|---|---|---:|---:|---:|---:|---:|"]

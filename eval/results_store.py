@@ -144,7 +144,12 @@ class ResultsStore:
                 previous = json.loads(path.read_text(encoding="utf-8"))
             except json.JSONDecodeError:
                 previous = None
-            keys = ("dataset", "lms", "adapters", "budget", "reasoning", "retriever", "index_fingerprint", "program")
+            keys = ("dataset", "lms", "adapters", "budget", "reasoning", "retriever", "index_fingerprint",
+                    "bm25_engine", "program")
+            if previous is not None and "bm25_engine" not in previous and "bm25_engine" in self.settings:
+                previous["bm25_engine"] = "bm25s"  # runs from before the field searched bm25s's BM25, or none
+                if self.settings["bm25_engine"] is None:
+                    previous["bm25_engine"] = None
             changed = [k for k in keys if previous is not None and previous.get(k) != self.settings.get(k)]
             before, now = (previous or {}).get("lm_identities"), self.settings.get("lm_identities")
             # a pool none of whose servers answers reports nothing to compare: its first call fails the run instead

@@ -18,6 +18,7 @@ from typing import Any
 
 from hyporag.errors import HyporagError, IndexMismatchError
 from hyporag.manifests import read_json_object
+from hyporag.retrieval.bm25_engines import engine_of_retriever
 
 FORMAT = "hyporag-artifact"
 FORMAT_VERSION = 2  # 2: the manifest carries its own checksum and the corpus it retrieves from
@@ -56,6 +57,7 @@ def retrieval_record(retriever) -> dict[str, Any]:
         "index_fingerprint": getattr(retriever, "fingerprint", None),
         "index_dir": str(getattr(retriever, "directory", "") or "") or None,
         "mode": getattr(retriever, "mode", None),
+        "bm25_engine": engine_of_retriever(retriever),
     }
 
 
@@ -150,6 +152,11 @@ def load_artifact(directory: str | Path, retriever, roles):
     if wanted and retriever is not None and retriever.fingerprint != wanted:
         raise IndexMismatchError(f"{directory}: compiled against an index of corpus fingerprint {wanted[:12]}..., "
                                  f"but the index given has {retriever.fingerprint[:12]}...; use the same corpus")
+    frozen_engine, engine = manifest["retrieval"].get("bm25_engine"), engine_of_retriever(retriever)
+    if frozen_engine and engine and frozen_engine != engine:
+        raise IndexMismatchError(f"{directory}: compiled on a {frozen_engine} BM25 index, but the index given was "
+                                 f"built by {engine}; its rankings differ, so give an index built with --bm25-engine "
+                                 f"{frozen_engine}")
     try:
         config = method_config(manifest["method"], manifest["program_settings"],
                                source=f"{directory / 'manifest.json'}: program_settings", strict=True)

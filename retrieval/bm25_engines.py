@@ -77,3 +77,9 @@ def bm25_engine_of(directory: Path, manifest: dict[str, Any], asked: str | None)
         raise IndexMismatchError(f"{directory}: its BM25 part was built by {engine!r}, not the {asked!r} asked for; "
                                  f"drop --bm25-engine, or rebuild it with {rebuild} --bm25-engine {asked} --force`")
     return engine
+
+
+def engine_of_retriever(retriever) -> str | None:
+    """The BM25 engine a retriever searches with (None: no BM25 part, or a stand-in retriever of a test)."""
+    bm25 = getattr(retriever, "bm25", None)
+    return getattr(bm25, "ENGINE", None) if bm25 is not None else None

@@ -29,6 +29,7 @@ from hyporag.errors import HyporagError
 from hyporag.eval.shards import Shard
 from hyporag.jobs.settings import EvalSettings
 from hyporag.jobs.tracking import code_version, flat_params, report_metrics, tracked
+from hyporag.retrieval.bm25_engines import engine_of_retriever
 from hyporag.run_config import RunConfig
 
 
@@ -128,6 +129,7 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
                     "budget": _shared(programs, "budget"), "reasoning": _shared(programs, "reasoning"),
                     "retriever": getattr(retriever, "mode", None), "dur": run.dur,
                     "index_fingerprint": getattr(retriever, "fingerprint", None),
+                    "bm25_engine": engine_of_retriever(retriever),
                     "index_dir": str(retriever.directory) if getattr(retriever, "directory", None) else None,
                     "program": {m: p.settings() for m, p in programs.items()},
                     "effective": {m: p.effective_settings() for m, p in programs.items()},

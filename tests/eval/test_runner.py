@@ -122,6 +122,26 @@ def test_changed_settings_are_refused(tmp_path):
         pass
 
 
+def test_a_resume_on_another_bm25_engine_is_refused_and_older_runs_count_as_bm25s(tmp_path):
+    older = {**SETTINGS, "retriever": "bm25"}  # run.json from before the engine was recorded
+    with ResultsStore(tmp_path / "run", older):
+        pass
+    with ResultsStore(tmp_path / "run", {**older, "bm25_engine": "bm25s"}):
+        pass
+    with pytest.raises(HyporagError, match="different bm25_engine"), ResultsStore(
+            tmp_path / "run", {**older, "bm25_engine": "tantivy"}):
+        pass
+    from hyporag.eval.report import markdown
+
+    report = {"settings": {**older, "bm25_engine": "tantivy"}, "methods": [], "utility_conditioned_accuracy": {},
+              "top5_overlap_on_disagreements": []}
+    assert "BM25 engine: tantivy (bm25 retrieval)." in markdown(report)  # the summary says where passages came from
+    with ResultsStore(tmp_path / "cot", SETTINGS):  # a run without retrieval has no engine, then as now
+        pass
+    with ResultsStore(tmp_path / "cot", {**SETTINGS, "bm25_engine": None}):
+        pass
+
+
 def test_report_of_a_partial_run_covers_only_questions_every_method_finished(tiny_questions, tmp_path, capsys):
     from hyporag.cli import main
 

@@ -209,3 +209,19 @@ def test_an_artifact_whose_predictor_carries_its_own_lm_is_refused(tiny_retrieve
     (out / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ArtifactError, match=f"predictor {name!r} carries its own LM .*someone-elses-model"):
         load_artifact(out, tiny_retriever, dummy_roles())
+
+
+def test_a_frozen_program_refuses_an_index_of_another_bm25_engine(tiny_retriever, tiny_questions, tiny_corpus_dir,
+                                                                   tmp_path):
+    """The same corpus (same fingerprint) indexed by another engine ranks differently: a frozen program would not
+    reproduce its predictions there, so the load is refused, naming the engine to rebuild with."""
+    from tests.conftest import _tiny_index
+
+    _, out = compiled_chr(tiny_retriever, tiny_questions, tmp_path)
+    assert json.loads((out / "manifest.json").read_text())["retrieval"]["bm25_engine"] == "bm25s"
+    other = _tiny_index(tiny_corpus_dir, tmp_path / "index-tantivy", "tantivy")
+    assert other.fingerprint == tiny_retriever.fingerprint
+    with pytest.raises(IndexMismatchError, match="compiled on a bm25s BM25 index.*--bm25-engine bm25s") as refused:
+        load_artifact(out, other, dummy_roles())
+    assert "\n" not in str(refused.value)
+    assert load_artifact(out, tiny_retriever, dummy_roles()) is not None
