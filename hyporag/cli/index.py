@@ -34,7 +34,7 @@ def add_parser(sub) -> None:
                        "that made them")
     build.add_argument("--bm25-engine", choices=BM25_CHOICES, help="BM25 engine: bm25s (exact scores over every "
                        "passage), tantivy (block-max WAND), or auto (default: tantivy from "
-                       f"{TANTIVY_FROM:,} passages on, where it is faster)")
+                       f"{TANTIVY_FROM:,} passages on, where its slower growth puts it ahead; bm25s below)")
     build.add_argument("--force", action="store_true", help="replace an index of another corpus in --index-dir, or "
                        "a BM25 part another engine built")
     for name, what in (("faiss-train", "train an IVF kind once on the seeded sample (the first step of a sharded "
