@@ -1,11 +1,10 @@
 """The adapter A/B: the embedded model's prompts as JSONAdapter lays them out (`old`, today's) and as the lean adapter
-does (`new`), side by side in one process on the same questions, every LM call fresh (DSPy's cache off).
-
-Question by question, old and new alternate which goes first, each running cot, rag, hcqr and chr (B = 3, fast
-protocol) on the one llama.cpp server, so the machine's noise falls on both alike. Each row keeps the seconds, the
-prompt tokens sent and processed (llama.cpp's cache_n), the output tokens and llama.cpp's own prefill and decode
-milliseconds. Prefill and decode rates are calibrated in the same run (a fresh ~600-token prompt and up to 64
-generated tokens, every 8 questions); a method's floor is processed tokens / prefill rate + generated tokens /
+does (`new`), side by side in one process on the same questions, every LM call fresh (DSPy's cache off). Question by
+question, old and new alternate which goes first, each running cot, rag, hcqr and chr (B = 3, fast protocol) on the
+one llama.cpp server, so the machine's noise falls on both alike. Each row keeps the seconds, the prompt tokens sent
+and processed (llama.cpp's cache_n), the output tokens and llama.cpp's own prefill and decode milliseconds. Prefill
+and decode rates are calibrated in the same run (a fresh ~600-token prompt and up to 64 generated tokens, every 8
+questions, on every variant's server alike); a method's floor is processed tokens / prefill rate + generated tokens /
 decode rate. Rows are appended as they finish; a re-run resumes.
     .venv/bin/python bench/speed_ab.py --out runs/speed-ab --doc docs/speed.md
 """
@@ -65,20 +64,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="old,new")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--protocol", default="fast", choices=("fast", "paper"))
+    parser.add_argument("--methods", default=",".join(METHODS), help="a subset of cot,rag,hcqr,chr (a re-run's "
+                        "tables cover these)")
     parser.add_argument("--table-only", action="store_true", help="redraw the tables from the rows (no LM)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     rows_path, calib_path = args.out / "rows.jsonl", args.out / "calibration.jsonl"
     variants = args.variants.split(",")
+    methods = tuple(m for m in args.methods.split(",") if m)
+    unknown = [m for m in methods if m not in METHODS] + [v for v in variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown method or variant: {', '.join(unknown)} (methods: {', '.join(METHODS)}; variants: "
+                     f"{', '.join(VARIANTS)})")
     command_path = args.out / "command.txt"
     if not args.table_only:
         command_path.write_text(" ".join(["python", "bench/speed_ab.py", *(argv if argv is not None else
                                                                            sys.argv[1:])]))
-        run(args, variants, rows_path, calib_path)
+        run(args, variants, methods, rows_path, calib_path)
     from speed_ab_table import tables  # noqa: E402 - bench/ sibling, kept apart to stay small
 
     command = command_path.read_text() if command_path.is_file() else "?"
-    text = tables(read_jsonl(rows_path), read_jsonl(calib_path), variants, METHODS, command)
+    text = tables(read_jsonl(rows_path), read_jsonl(calib_path), variants, methods, command)
     print(text)
     if args.doc:
         args.doc.write_text(text)
@@ -89,7 +95,7 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.open()] if path.is_file() else []
 
 
-def run(args, variants: list[str], rows_path: Path, calib_path: Path) -> None:
+def run(args, variants: list[str], methods: tuple[str, ...], rows_path: Path, calib_path: Path) -> None:
     from tqdm import tqdm
 
     from hyporag import RunConfig, build_program, build_retriever, build_roles
@@ -103,24 +109,30 @@ def run(args, variants: list[str], rows_path: Path, calib_path: Path) -> None:
         engine = engine_of(roles)  # its server starts lazily: options set now apply
         engine.cache_reuse, engine.host_cache_mib = VARIANTS[name].get("reuse", 0), VARIANTS[name].get("host_mib")
         engine.speculative = VARIANTS[name].get("speculative", "none")
-        setups[name] = (roles, {m: build_program(m, config, retriever, roles) for m in METHODS})
+        setups[name] = (roles, {m: build_program(m, config, retriever, roles) for m in methods})
     done = {(r["variant"], r["method"], r["question_id"]) for r in read_jsonl(rows_path)}
     questions = question_set(args.demo_questions, args.extra_questions, args.seed)
     texts = [p.contents for p in retriever.store.get(list(range(0, 40_000, 100)))]  # fresh text to calibrate on
     calibrations = len(read_jsonl(calib_path))
-    bar = tqdm(total=len(questions) * len(variants) * len(METHODS), initial=len(done), unit="answer")
+    bar = tqdm(total=len(questions) * len(variants) * len(methods), initial=len(done), unit="answer")
     with rows_path.open("a") as rows_out, calib_path.open("a") as calib_out:
         for position, (group, example) in enumerate(questions):
             if position % 8 == 0 and calibrations <= position // 8:
-                engine = engine_of(setups[variants[0]][0])
-                calib_out.write(json.dumps({"at_question": position, **calibrate(engine, position, texts)}) + "\n")
+                # every variant's server gets the same calibration prompt, so each server's prompt cache holds the
+                # same history (a reused prefix changes llama.cpp's batch split and can flip a greedy near-tie:
+                # replies are comparable only between servers that saw the same requests); the rates are the
+                # first variant's
+                for name in variants:
+                    timings = calibrate(engine_of(setups[name][0]), position, texts)
+                    if name == variants[0]:
+                        calib_out.write(json.dumps({"at_question": position, **timings}) + "\n")
                 calib_out.flush()
                 calibrations += 1
             order = variants if position % 2 == 0 else variants[::-1]
             for name in order:
                 roles, programs = setups[name]
                 engine = engine_of(roles)
-                for method in METHODS:
+                for method in methods:
                     if (name, method, example.id) in done:
                         continue
                     before = engine.timings.snapshot()

@@ -80,4 +80,41 @@ def tables(rows: list[dict], calibrations: list[dict], variants: list[str], meth
                 lines.append(f"| {method} | {variant} | {new['seconds'] / old['seconds']:.2f} | "
                              f"{new['processed'] / new['sent']:.2f} | {paired['difference']:+.3f} | "
                              f"{paired['p_value']:.2f} |")
+    lines += speculative_lines(runs, variants, methods)
     return "\n".join(lines) + "\n"
+
+
+REPLY_FIELDS = ("answer_reply", "answer_reasoning", "queries", "hypothesis", "passage_ids")
+
+
+def speculative_lines(runs: dict[tuple[str, str], dict], variants: list[str], methods: tuple[str, ...]) -> list[str]:
+    """Each speculative variant against `new` on the same questions: decode rate (llama.cpp's own timings), the
+    share of drafted tokens accepted, seconds per question, and whether every reply came out byte for byte the same
+    (greedy speculative decoding must not change them)."""
+    speculative = [v for v in variants if v in ("new+ngram", "new+ngram-mod", "new+draft")]
+    if "new" not in variants or not speculative:
+        return []
+    lines = ["", "Speculative decoding against plain decoding (`new`), same questions. Goals: decode ≥ 1.5× on the "
+             "paper protocol; s/q ≤ 0.8× for hcqr and chr under the paper protocol, ≤ 0.9× under fast; replies "
+             "identical.", "",
+             "| method | variant | decode tok/s plain | decode tok/s speculative | decode × | drafted tok/q | "
+             "accepted | s/q plain | s/q speculative | s/q × | same replies |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for method in methods:
+        plain = runs.get(("new", method), {})
+        for variant in speculative:
+            spec = runs.get((variant, method), {})
+            shared = sorted(set(plain) & set(spec))
+            if not shared:
+                continue
+            rate = [sum(r[q]["llama"]["predicted_n"] for q in shared) /
+                    max(1e-9, sum(r[q]["llama"]["predicted_ms"] for q in shared) / 1e3) for r in (plain, spec)]
+            drafted = sum(spec[q]["llama"]["draft_n"] for q in shared)
+            accepted = sum(spec[q]["llama"]["draft_n_accepted"] for q in shared)
+            seconds = [mean([r[q]["seconds"] for q in shared]) for r in (plain, spec)]
+            same = sum(all(plain[q].get(f) == spec[q].get(f) for f in REPLY_FIELDS) for q in shared)
+            lines.append(f"| {method} | {variant} | {rate[0]:.1f} | {rate[1]:.1f} | {rate[1] / rate[0]:.2f} | "
+                         f"{drafted / len(shared):.0f} | {accepted / drafted if drafted else 0:.2f} | "
+                         f"{seconds[0]:.1f} | {seconds[1]:.1f} | {seconds[1] / seconds[0]:.2f} | "
+                         f"{same}/{len(shared)} |")
+    return lines

@@ -11,6 +11,7 @@ from typing import Any
 _EXPORTS = {
     "run_evaluation": "hyporag.eval.runner",
     "run_one": "hyporag.eval.evaluate",
+    "run_parallel": "hyporag.eval.parallel",
     "read_results": "hyporag.eval.results_store",
     "ResultRow": "hyporag.eval.row",
     "processed_of": "hyporag.eval.row",

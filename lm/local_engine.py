@@ -19,20 +19,23 @@ _SERVERS_LOCK = threading.Lock()
 
 
 def _server_for(path: Path, n_ctx: int, threads: int, cache_reuse: int = 0, host_cache_mib: int | None = None,
-                speculative: str = "none"):
+                speculative: str = "none", slots: int = 1):
     """The process's one server for these settings (loading a model costs seconds and RAM)."""
     from hyporag.lm.speculative import Speculative
 
-    key = (str(path), n_ctx, cache_reuse, host_cache_mib, Speculative.parse(speculative).label)
+    key = (str(path), n_ctx, cache_reuse, host_cache_mib, Speculative.parse(speculative, measuring=True).label, slots)
     with _SERVERS_LOCK:
         if key not in _SERVERS:
-            _SERVERS[key] = new_server(path, n_ctx, threads, cache_reuse, host_cache_mib, speculative)
+            _SERVERS[key] = new_server(path, n_ctx, threads, cache_reuse, host_cache_mib, speculative, slots)
         return _SERVERS[key]
 
 
 def new_server(path: Path, n_ctx: int, threads: int, cache_reuse: int = 0, host_cache_mib: int | None = None,
-               speculative: str = "none"):
-    """A fresh xllamacpp server (no slot or cache state shared with any other), e.g. to compare decoding modes."""
+               speculative: str = "none", slots: int = 1):
+    """A fresh xllamacpp server (no slot or cache state shared with any other), e.g. to compare decoding modes.
+    `slots` > 1 decodes that many requests together (their prompts share one `n_ctx` KV cache, so no request gets
+    less context than with one slot): for bench/slots_ab.py, which found it no faster on 2 cores and its batched
+    replies not always one slot's, so nothing else sets it."""
     from hyporag.lm.speculative import Speculative
 
     try:
@@ -42,13 +45,14 @@ def new_server(path: Path, n_ctx: int, threads: int, cache_reuse: int = 0, host_
     params = xllamacpp.CommonParams()
     params.model.path = str(path)
     params.n_ctx = n_ctx
-    params.n_parallel = 1  # 2 cores: one slot keeps the whole prefix cache for the question being answered
+    params.n_parallel = slots  # one slot keeps the whole prefix cache for the question being answered
+    params.kv_unified = slots > 1
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     params.n_cache_reuse = cache_reuse  # >0: reuse cached chunks of at least this many tokens, shifted
     if host_cache_mib is not None:  # llama.cpp keeps earlier prompts' KV in RAM (default 8 GiB), 0 = off
         params.cache_ram_mib = host_cache_mib
-    Speculative.parse(speculative).apply(params, threads)
+    Speculative.parse(speculative, measuring=True).apply(params, threads)
     params.warmup = False
     params.verbosity = -1 if not os.environ.get("HYPORAG_LLAMA_VERBOSE") else 1
     return xllamacpp.Server(params)
@@ -119,8 +123,9 @@ class LocalEngine:
 
     def __init__(self, model_path: str | os.PathLike, n_ctx: int = 8192, threads: int | None = None,
                  max_string_chars: int | None = 320, max_list_items: int = 4, cache_reuse: int = 0,
-                 host_cache_mib: int | None = None, speculative: str = "none"):
+                 host_cache_mib: int | None = None, speculative: str = "none", slots: int = 1):
         self.model_path = Path(model_path)
+        self.slots = slots  # requests decoded together (n_parallel); 1: two gave no throughput (docs/speed.md)
         self.speculative = speculative  # none, ngram, ngram-mod, draft[:MODEL] (hyporag.lm.speculative)
         self.max_string_chars = max_string_chars
         self.max_list_items = max_list_items
@@ -142,7 +147,7 @@ class LocalEngine:
             # HYPORAG_LLAMA_THREADS lets two jobs share a 2-core machine (one thread each) without touching cache keys
             threads = int(os.environ.get("HYPORAG_LLAMA_THREADS") or self.threads)
             self._server = _server_for(self.model_path, self.n_ctx, threads, self.cache_reuse, self.host_cache_mib,
-                                       self.speculative)
+                                       self.speculative, self.slots)
         return self._server
 
     def to_openai_body(self, request) -> dict[str, Any]:

@@ -70,3 +70,15 @@ def test_copies_share_the_loaded_model(tmp_path):
     engine = LocalEngine(tmp_path / "unused.gguf")
     engine._server = object()  # stands in for a loaded model, which cannot be copied
     assert copy.deepcopy({"engine": engine})["engine"] is engine
+
+
+def test_an_engine_with_two_slots_gets_a_server_of_its_own(tmp_path, monkeypatch):
+    """Slots change how requests are batched (and so, measured, some replies): never the one-slot server reused."""
+    import hyporag.lm.local_engine as local_engine
+
+    made = []
+    monkeypatch.setattr(local_engine, "_SERVERS", {})
+    monkeypatch.setattr(local_engine, "new_server", lambda *args: made.append(args[-1]) or object())
+    one, two, again = (LocalEngine(tmp_path / "unused.gguf", slots=n) for n in (1, 2, 1))
+    assert one.server is again.server and two.server is not one.server
+    assert made == [1, 2]

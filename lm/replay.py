@@ -1,0 +1,30 @@
+"""Record an engine's llama.cpp requests and replay them on other servers: the way to compare decoding modes on
+exactly the requests hyporag sends, with each server's prompt cache passing through the same states."""
+
+from __future__ import annotations
+
+import copy
+
+
+class RecordingServer:
+    """Stands in for a LocalEngine's server: forwards each request and keeps it with its reply."""
+
+    def __init__(self, server):
+        self.server, self.calls = server, []
+
+    def handle_chat_completions(self, body: dict) -> dict:
+        result = self.server.handle_chat_completions(body)
+        self.calls.append((copy.deepcopy(body), reply_text(result)))
+        return result
+
+
+def reply_text(result: dict) -> str:
+    if not isinstance(result, dict) or "choices" not in result:
+        return f"<error: {str(result)[:200]}>"
+    return result["choices"][0]["message"].get("content") or ""
+
+
+def replay(server, bodies: list[dict]) -> list[str]:
+    """The replies of `server` to these requests, in order (the same order leaves its prefix cache in the same
+    states as the recording server's)."""
+    return [reply_text(server.handle_chat_completions(body)) for body in bodies]
