@@ -75,7 +75,7 @@ def _brief(identity: dict | None) -> str:
 def _other_model(before: dict | None, now: dict | None) -> bool:
     """Whether a role's model now is not the one recorded; a pool none of whose servers answers reports nothing to
     compare (its first call stops the run instead)."""
-    def keyed(identity: dict | None) -> dict | None:  # speculative decoding does not change replies (lm.speculative)
+    def keyed(identity: dict | None) -> dict | None:  # an allowed speculative mode keeps replies (lm.speculative)
         return {k: v for k, v in identity.items() if k != "speculative"} if identity else identity
 
     return keyed(before) != keyed(now) and not any(_unreported_pool(i) for i in (before, now))

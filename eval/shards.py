@@ -24,7 +24,7 @@ from hyporag.eval.results_store import ROWS, SETTINGS, ResultsStore
 PER_SHARD = {"shard", "n", "question_fingerprints", "dataset_source", "index_dir", "skipped_too_long", "context_check",
              "endpoints"}
 MACHINE_LOCAL = {"endpoint", "path", "mtime_ns", "model_path", "speculative"}  # of an LM identity: the same weights
-# elsewhere, or decoded speculatively (the same replies)
+# elsewhere, or decoded by an allowed speculative mode (the same replies; inexact modes are refused)
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,9 @@ def add_lm_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--retries", type=int, help="retries with backoff for a remote LM (DSPy's; default 3)")
     group.add_argument("--no-cache", action="store_const", const=True, help="bypass DSPy's disk cache of LM calls")
     group.add_argument("--speculative", metavar="MODE", help="speculative decoding in the embedded engine: none "
-                       "(default), ngram, ngram-mod, draft[:MODEL] (default draft qwen2.5-coder-0.5b); replies are "
-                       "those of plain decoding at temperature 0")
+                       "(default), ngram, ngram-mod, draft[:MODEL] (default draft qwen2.5-coder-0.5b); a mode "
+                       "whose replies were measured to differ from plain decoding is refused (all three today: "
+                       "docs/speed.md)")
     group.add_argument("--adapter", choices=("auto", "lean", "json", "chat"),
                        help="DSPy adapter: auto (default) = lean for local models under --protocol fast, JSON for "
                        "local ones under paper and for --api-base servers, else Chat")
@@ -90,7 +91,8 @@ def add_run_args(parser: argparse.ArgumentParser, dataset_help: str | None) -> N
         parser.add_argument("--dataset", help=dataset_help)
     parser.add_argument("--limit", type=int, help="first N questions after a seeded shuffle")
     parser.add_argument("--seed", type=int, help="shuffle and split seed (default 0)")
-    parser.add_argument("--threads", type=int, help="questions answered at once (default 1)")
+    parser.add_argument("--threads", type=int, help="questions answered at once (default 1; against servers, at least "
+                        "one per server; the embedded model on 2 cores gains nothing from more)")
     parser.add_argument("--track", metavar="URI", help="log this job as an MLflow run at URI (http://host:5000, "
                         "sqlite:///mlflow.db, a folder); needs pip install 'hyporag[mlflow]'")
     parser.add_argument("--skip-bad-rows", action="store_const", const=True,
