@@ -18,8 +18,9 @@ import time
 from pathlib import Path
 from statistics import mean, median
 
+from speed_ab_table import REPLY_FIELDS  # bench/ sibling: the fields a reply is compared on
+
 VARIANTS = {"1x1": (1, 1), "1x2": (1, 2), "2x2": (2, 2)}  # name -> (slots, answers in flight)
-REPLY_FIELDS = ("answer_reply", "answer_reasoning", "queries", "hypothesis", "passage_ids")
 
 
 def run(args, variants: list[str], methods: list[str], rows_path: Path) -> None:
@@ -39,7 +40,7 @@ def run(args, variants: list[str], methods: list[str], rows_path: Path) -> None:
         engine.slots = VARIANTS[name][0]
         # a server of the variant's own: two variants with one slot would otherwise share the process's server, and
         # the second would find the first's prompts in the host prompt cache
-        engine._server = new_server(engine.model_path, engine.n_ctx, engine.threads, slots=engine.slots)
+        engine._server = new_server(engine.model_path, engine.n_ctx, engine.server_threads, slots=engine.slots)
         setups[name] = {m: build_program(m, config, retriever, roles) for m in methods}
     questions = [e for _, e in question_set(args.questions, 0, args.seed)]
     rounds = [questions[i:i + args.round] for i in range(0, len(questions), args.round)]

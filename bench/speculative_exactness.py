@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -37,7 +36,7 @@ def record(out: Path, questions: int, protocols: list[str], methods: list[str], 
         roles = build_roles(config)
         engine = engine_of(roles.answer.lm)
         if recorder is None:
-            recorder = RecordingServer(new_server(engine.model_path, engine.n_ctx, threads_of(engine), 0, 0))
+            recorder = RecordingServer(new_server(engine.model_path, engine.n_ctx, engine.server_threads, 0, 0))
         engine._server = recorder  # this test's own server: nothing earlier in the process is in its cache
         for method in methods:
             program = build_program(method, config, retriever, roles)
@@ -50,13 +49,9 @@ def record(out: Path, questions: int, protocols: list[str], methods: list[str], 
         engine._server = None
     bar.close()
     write_atomic(out / "server.json", json.dumps({"model_path": str(engine.model_path), "n_ctx": engine.n_ctx,
-                                                  "threads": threads_of(engine)}))
+                                                  "threads": engine.server_threads}))
     write_atomic(out / "requests.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     return rows
-
-
-def threads_of(engine) -> int:
-    return int(os.environ.get("HYPORAG_LLAMA_THREADS") or engine.threads)
 
 
 def replay_mode(rows: list[dict], mode: str, setup: dict) -> dict:
@@ -64,18 +59,16 @@ def replay_mode(rows: list[dict], mode: str, setup: dict) -> dict:
     of drafted and accepted tokens."""
     from tqdm import tqdm
 
-    from hyporag.lm import new_server, reply_text
+    from hyporag.lm import new_server, replay, reply_text
 
     server = new_server(Path(setup["model_path"]), setup["n_ctx"], setup["threads"], 0, 0, mode)
-    started, replies, drafted, accepted = time.perf_counter(), [], 0, 0
-    for row in tqdm(rows, unit="call", desc=mode):
-        result = server.handle_chat_completions(row["body"])
-        timings = (result.get("timings") or {}) if isinstance(result, dict) else {}
-        drafted += timings.get("draft_n") or 0
-        accepted += timings.get("draft_n_accepted") or 0
-        replies.append(reply_text(result))
-    return {"mode": mode, "seconds": round(time.perf_counter() - started, 1), "replies": replies,
-            "draft_n": drafted, "draft_n_accepted": accepted}
+    started = time.perf_counter()
+    results = replay(server, tqdm([row["body"] for row in rows], unit="call", desc=mode))
+    timings = [(r.get("timings") or {}) if isinstance(r, dict) else {} for r in results]
+    return {"mode": mode, "seconds": round(time.perf_counter() - started, 1),
+            "replies": [reply_text(r) for r in results],
+            "draft_n": sum(t.get("draft_n") or 0 for t in timings),
+            "draft_n_accepted": sum(t.get("draft_n_accepted") or 0 for t in timings)}
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -91,7 +91,9 @@ def speculative_lines(runs: dict[tuple[str, str], dict], variants: list[str], me
     """Each speculative variant against `new` on the same questions: decode rate (llama.cpp's own timings), the
     share of drafted tokens accepted, seconds per question, and whether every reply came out byte for byte the same
     (greedy speculative decoding must not change them)."""
-    speculative = [v for v in variants if v in ("new+ngram", "new+ngram-mod", "new+draft")]
+    from speed_ab import VARIANTS  # bench/ sibling
+
+    speculative = [v for v in variants if VARIANTS[v].get("speculative", "none") != "none"]
     if "new" not in variants or not speculative:
         return []
     lines = ["", "Speculative decoding against plain decoding (`new`), same questions. Goals: decode ≥ 1.5× on the "

@@ -142,12 +142,16 @@ class LocalEngine:
         return self
 
     @property
+    def server_threads(self) -> int:
+        """The threads its server runs on: HYPORAG_LLAMA_THREADS lets two jobs share a 2-core machine (one thread
+        each) without touching the engine's state or cache keys."""
+        return int(os.environ.get("HYPORAG_LLAMA_THREADS") or self.threads)
+
+    @property
     def server(self):
         if self._server is None:
-            # HYPORAG_LLAMA_THREADS lets two jobs share a 2-core machine (one thread each) without touching cache keys
-            threads = int(os.environ.get("HYPORAG_LLAMA_THREADS") or self.threads)
-            self._server = _server_for(self.model_path, self.n_ctx, threads, self.cache_reuse, self.host_cache_mib,
-                                       self.speculative, self.slots)
+            self._server = _server_for(self.model_path, self.n_ctx, self.server_threads, self.cache_reuse,
+                                       self.host_cache_mib, self.speculative, self.slots)
         return self._server
 
     def to_openai_body(self, request) -> dict[str, Any]:

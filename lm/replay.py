@@ -4,6 +4,7 @@ exactly the requests hyporag sends, with each server's prompt cache passing thro
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 
 
 class RecordingServer:
@@ -24,7 +25,7 @@ def reply_text(result: dict) -> str:
     return result["choices"][0]["message"].get("content") or ""
 
 
-def replay(server, bodies: list[dict]) -> list[str]:
-    """The replies of `server` to these requests, in order (the same order leaves its prefix cache in the same
-    states as the recording server's)."""
-    return [reply_text(server.handle_chat_completions(body)) for body in bodies]
+def replay(server, bodies: Iterable[dict]) -> list[dict]:
+    """The results of `server` for these requests, in order (the same order leaves its prefix cache in the same
+    states as the recording server's); `reply_text` of each is its reply."""
+    return [server.handle_chat_completions(body) for body in bodies]

@@ -5,8 +5,6 @@ with its reason. Marked: runs a real model."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from hyporag.errors import ConfigError
@@ -38,7 +36,7 @@ def record_calls(tiny_retriever, model: str) -> tuple[list, object]:
         roles = LMRoles.from_specs(f"local:{model}", local_adapter=protocol.local_adapter,
                                    cap_outputs=protocol.caps_engine_output, max_tokens=160, cache=False)
         engine = engine_of(roles.answer.lm)
-        recorder = recorder or RecordingServer(new_server(engine.model_path, engine.n_ctx, threads_of(engine), 0, 0))
+        recorder = recorder or RecordingServer(new_server(engine.model_path, engine.n_ctx, engine.server_threads, 0, 0))
         engine._server = recorder
         try:
             for method in ("cot", "rag", "hcqr", "chr"):
@@ -50,17 +48,14 @@ def record_calls(tiny_retriever, model: str) -> tuple[list, object]:
     return recorder.calls, engine
 
 
-def threads_of(engine) -> int:
-    return int(os.environ.get("HYPORAG_LLAMA_THREADS") or engine.threads)  # as the engine's own server
-
-
 def replies(engine, bodies: list, mode: str, model_path=None) -> list[str]:
     """The replies of a fresh server (no host cache) decoding with `mode` to these requests, in order: the same
     requests in the same order leave each server's prefix cache in the same states."""
     from hyporag.lm.local_engine import new_server
-    from hyporag.lm.replay import replay
+    from hyporag.lm.replay import replay, reply_text
 
-    return replay(new_server(model_path or engine.model_path, engine.n_ctx, threads_of(engine), 0, 0, mode), bodies)
+    server = new_server(model_path or engine.model_path, engine.n_ctx, engine.server_threads, 0, 0, mode)
+    return [reply_text(result) for result in replay(server, bodies)]
 
 
 def differing(got: list[str], want: list[str]) -> list[int]:
