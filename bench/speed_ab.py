@@ -114,7 +114,8 @@ def run(args, variants: list[str], methods: tuple[str, ...], rows_path: Path, ca
     questions = question_set(args.demo_questions, args.extra_questions, args.seed)
     texts = [p.contents for p in retriever.store.get(list(range(0, 40_000, 100)))]  # fresh text to calibrate on
     calibrations = len(read_jsonl(calib_path))
-    bar = tqdm(total=len(questions) * len(variants) * len(methods), initial=len(done), unit="answer")
+    wanted = {(name, method, example.id) for _, example in questions for name in variants for method in methods}
+    bar = tqdm(total=len(wanted), initial=len(done & wanted), unit="answer")  # rows of other variants don't count
     with rows_path.open("a") as rows_out, calib_path.open("a") as calib_out:
         for position, (group, example) in enumerate(questions):
             if position % 8 == 0 and calibrations <= position // 8:
