@@ -48,13 +48,13 @@ def record_calls(tiny_retriever, model: str) -> tuple[list, object]:
     return recorder.calls, engine
 
 
-def replies(engine, bodies: list, mode: str, model_path=None) -> list[str]:
+def replies(engine, bodies: list, mode: str) -> list[str]:
     """The replies of a fresh server (no host cache) decoding with `mode` to these requests, in order: the same
     requests in the same order leave each server's prefix cache in the same states."""
     from hyporag.lm.local_engine import new_server
     from hyporag.lm.replay import replay, reply_text
 
-    server = new_server(model_path or engine.model_path, engine.n_ctx, engine.server_threads, 0, 0, mode)
+    server = new_server(engine.model_path, engine.n_ctx, engine.server_threads, 0, 0, mode)
     return [reply_text(result) for result in replay(server, bodies)]
 
 
