@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
 from pathlib import Path
 
 from hyporag.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
@@ -211,8 +212,16 @@ def current_rows(out_dir: str | Path) -> tuple[dict, list[dict], list[str], dict
         raise HyporagError(f"{settings_path}: not valid JSON (line {exc.lineno})") from None
     methods = list(settings.get("methods") or [])
     current = settings.get("question_fingerprints")
-    rows = [r for r in latest_rows(read_rows(rows_path)[0]) if (not methods or r["method"] in methods)
+    stored, damaged = read_rows(rows_path)
+    rows = [r for r in latest_rows(stored) if (not methods or r["method"] in methods)
             and (current is None or r.get("question_fingerprint") == current.get(r["question_id"]))]
+    if damaged:
+        print(f"{rows_path}:{damaged[0][0]}: {len(damaged)} damaged row(s) left out (not a result row, or a field of "
+              "the wrong type)", file=sys.stderr)
+    rescored = sum(bool(r.get("rescored")) for r in rows)
+    if rescored:
+        print(f"{rows_path}: {rescored} row(s) stored a `correct` flag that disagrees with their answer and gold; "
+              "scored from answer and gold", file=sys.stderr)
     methods = methods or list(dict.fromkeys(r["method"] for r in rows))
     finished: dict[str, set[str]] = {}
     for r in rows:

@@ -18,6 +18,7 @@ from typing import Any
 
 from hyporag.atomic import raise_if_disk_full, write_json_atomic, write_text_atomic
 from hyporag.errors import HyporagError
+from hyporag.eval.row import rescored, row_problem
 
 ROWS = "results.jsonl"
 DROPPED = "results.jsonl.dropped"
@@ -56,8 +57,8 @@ def read_rows(path: Path) -> tuple[list[dict], list[tuple[int, bytes]]]:
                 row = json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError):
                 row = None
-            if isinstance(row, dict) and "question_id" in row and "method" in row:
-                rows.append(row)
+            if isinstance(row, dict) and "question_id" in row and "method" in row and row_problem(row) is None:
+                rows.append(rescored(row))  # `correct` from answer and gold: a hand-edited flag does not count
             else:
                 bad.append((number, raw))
     return rows, bad

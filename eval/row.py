@@ -6,8 +6,10 @@ Rows are JSON objects on disk (results.jsonl); this is their one definition. Rea
 
 from __future__ import annotations
 
+import math
+import types
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 
 def processed_of(cost: dict) -> int | None:
@@ -52,6 +54,7 @@ class ResultRow:
     judge_seconds: float = 0.0
     judge_error: str | None = None
     score: float | None = None  # the metric's value, when a metric ran (compile, tune)
+    rescored: bool = False  # its stored `correct` disagreed with answer against gold, and was recomputed
 
     REQUIRED = ("question_id", "method", "answer", "gold", "correct")
 
@@ -71,3 +74,48 @@ class ResultRow:
         missing = [k for k in cls.REQUIRED if k not in row]
         if unknown or missing:
             raise ValueError(f"result row: unknown fields {sorted(unknown)}, missing {missing}")
+
+
+_TYPES = get_type_hints(ResultRow)
+
+
+def _fits(value: Any, kind: Any) -> bool:
+    """Whether a stored value has the field's declared type (a count is a number, an id a string, ...)."""
+    origin = get_origin(kind)
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, k) for k in get_args(kind))
+    if kind is type(None):
+        return value is None
+    if kind is Any:
+        return True
+    if origin is list:
+        inner = get_args(kind)
+        return isinstance(value, list) and (not inner or all(_fits(v, inner[0]) for v in value))
+    if kind is dict or origin is dict:
+        return isinstance(value, dict)
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, kind)
+
+
+def row_problem(row: dict[str, Any]) -> str | None:
+    """Why a stored row cannot be trusted as a row (a field of the wrong type: `calls` a string, an id a list), or
+    None. Readers leave such a row out rather than draw or count it."""
+    for name in ("question_id", "method"):
+        if not isinstance(row.get(name), str):
+            return f"field {name!r} is {row.get(name)!r}, not a string"
+    for name, value in row.items():
+        kind = _TYPES.get(name)
+        if kind is not None and not _fits(value, kind):
+            return f"field {name!r} is {value!r:.60}, not {getattr(kind, '__name__', None) or kind}"
+    return None
+
+
+def rescored(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with `correct` recomputed from its answer and gold: a stored flag is never trusted on its own."""
+    right = not row.get("error") and row.get("answer") is not None and row.get("answer") == row.get("gold")
+    return row if row.get("correct") is right else {**row, "correct": right, "rescored": True}

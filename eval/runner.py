@@ -36,8 +36,17 @@ def run_evaluation(programs: dict[str, Callable], examples: Sequence[dspy.Exampl
         if stale:
             print(f"{out_dir}: {len(stale)} stored row(s) answered a question that has changed since (text, options "
                   f"or gold; first {stale[0]['question_id']}); answering them again", file=sys.stderr)
-        evaluate(programs, examples, threads, judge=judge, sink=store.append, skip=store.done(fingerprints),
-                 progress=progress, debug=debug)
+        skip = store.done(fingerprints)
+        if judge is not None:  # rows finished before the judge was asked for are answered again, judged this time
+            unjudged = {(r["question_id"], r["method"]) for r in store.latest()
+                        if (r["question_id"], r["method"]) in skip and r.get("passage_ids")
+                        and r.get("judge_label") is None and not r.get("judge_error")}
+            if unjudged:
+                print(f"{out_dir}: {len(unjudged)} finished row(s) have no judge label (finished without --dur); "
+                      "answering them again with the judge (cached LM calls cost nothing)", file=sys.stderr)
+                skip = skip - unjudged
+        evaluate(programs, examples, threads, judge=judge, sink=store.append, skip=skip, progress=progress,
+                 debug=debug)
         rows = [r for r in store.latest() if r["method"] in programs
                 and r.get("question_fingerprint") == fingerprints.get(r["question_id"])]
         report = write_report(rows, settings, list(programs), out_dir)

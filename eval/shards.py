@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Any
 from hyporag.atomic import write_text_atomic
 from hyporag.errors import ConfigError, HyporagError
 from hyporag.eval.results_store import ROWS, SETTINGS, ResultsStore
+from hyporag.questions.records import question_fingerprint
 
 # run.json keys that may differ between shards of one run: where each machine keeps its files, and what is per shard
 PER_SHARD = {"shard", "n", "question_fingerprints", "dataset_source", "index_dir", "skipped_too_long", "context_check",
@@ -58,9 +60,10 @@ class Shard:
 
 
 def question_list_hash(questions: Sequence) -> str:
-    """The seeded question list by ids, in order: equal for shards cut from the same list."""
-    ids = "\n".join(str(q.get("id") if hasattr(q, "get") else q) for q in questions)
-    return hashlib.sha256(ids.encode()).hexdigest()[:16]
+    """The seeded question list by ids and content (text, options, gold), in order: equal only for shards cut from
+    the same list of the same questions (two versions of one dataset file share ids, not questions)."""
+    keys = "\n".join(f"{q.get('id')}\t{question_fingerprint(q)}" if hasattr(q, "get") else str(q) for q in questions)
+    return hashlib.sha256(keys.encode()).hexdigest()[:16]
 
 
 def _read_run(directory: Path) -> tuple[dict, list[dict]]:
@@ -99,6 +102,14 @@ def _check_shards(runs: list[tuple[Path, dict, list[dict]]]) -> None:
             raise HyporagError(f"{directory}: shard {shard['index']}/{shard['count']} given twice (also "
                                f"{seen[shard['index']]})")
         seen[shard["index"]] = directory
+    answered: dict[str, tuple[str, Path]] = {}  # a question two shards both answered must be the same question
+    for directory, settings, _ in runs:
+        for question, fingerprint in (settings.get("question_fingerprints") or {}).items():
+            other = answered.setdefault(question, (fingerprint, directory))
+            if other[0] != fingerprint:
+                raise HyporagError(f"{directory}: question {question!r} is not the one {other[1]} answered (its text, "
+                                   "options or gold differ); these shards were cut from different versions of the "
+                                   "dataset")
     count = first["shard"]["count"]
     missing = [f"{i}/{count}" for i in range(1, count + 1) if i not in seen]
     if missing:
@@ -124,6 +135,28 @@ def _interleaved(by_index: dict[int, list[str]]) -> list[str]:
     return order
 
 
+def _earlier_merge(out: Path) -> bool:
+    try:
+        return "merged_from" in json.loads((out / SETTINGS).read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """Put the finished merge at `out` by renames: an earlier merge there is kept until the new one is in place."""
+    if not out.exists():
+        staging.rename(out)
+        return
+    retired = out.with_name(f".{out.name}.replaced-{os.getpid()}")
+    out.rename(retired)
+    try:
+        staging.rename(out)
+    except OSError:
+        retired.rename(out)
+        raise
+    shutil.rmtree(retired, ignore_errors=True)
+
+
 def merge_runs(directories: Sequence[str | Path], out: str | Path) -> dict:
     """Merge every shard of one run into `out` (rows in the unsharded order, run.json without the shard, the
     report and page redrawn) and return the report. `out` may be new or an earlier merge, never another run."""
@@ -136,13 +169,10 @@ def merge_runs(directories: Sequence[str | Path], out: str | Path) -> dict:
     runs = [(Path(d), *_read_run(Path(d))) for d in directories]
     if any(out.resolve() == d.resolve() for d, _, _ in runs):
         raise ConfigError(f"{out}: is one of the shards; merge into another directory")
-    if out.exists() and any(out.iterdir()):
-        previous = out / SETTINGS
-        merged_before = previous.is_file() and "merged_from" in json.loads(previous.read_text(encoding="utf-8"))
-        if not merged_before:
-            raise HyporagError(f"{out}: exists and is not an earlier merge; give a new --out (nothing overwritten)")
-        shutil.rmtree(out)
-    _check_shards(runs)
+    replaces = out.exists() and (not out.is_dir() or any(out.iterdir()))
+    if replaces and not _earlier_merge(out):
+        raise HyporagError(f"{out}: exists and is not an earlier merge; give a new --out (nothing overwritten)")
+    _check_shards(runs)  # everything is checked before anything is written: a refused merge leaves `out` as it was
     runs.sort(key=lambda run: run[1]["shard"]["index"])
     fingerprints = {i: s["question_fingerprints"] for _, s, _ in runs for i in [s["shard"]["index"]]}
     order = _interleaved({i: list(f) for i, f in fingerprints.items()})
@@ -162,8 +192,14 @@ def merge_runs(directories: Sequence[str | Path], out: str | Path) -> dict:
     rank = {m: i for i, m in enumerate(methods)}
     rows = sorted((r for _, _, shard_rows in runs for r in shard_rows),
                   key=lambda r: (position.get(r["question_id"], len(position)), rank.get(r["method"], len(rank))))
-    with ResultsStore(out, settings):  # the lock: a second merge into `out` at once is refused
-        write_text_atomic(out / ROWS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    staging = out.with_name(f".{out.name}.merging-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        with ResultsStore(staging, settings):
+            write_text_atomic(staging / ROWS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        _swap_in(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     report = report_from_dir(out)
     report["view"] = str(write_view([out]))
     return report

@@ -24,6 +24,7 @@ from hyporag.eval.report import build_report, current_rows
 from hyporag.eval.results_store import ROWS
 
 VIEW = "report.html"
+GENERATOR = '<meta name="generator" content="hyporag view">'
 ROW_FIELDS = ("question_id", "method", "answer", "gold", "correct", "parse_failure", "answer_reply",
               "answer_reasoning", "error", "passage_ids",
               "passage_scores", "passage_found_by", "queries", "hypothesis", "hypothesis_option", "fallbacks",
@@ -109,7 +110,11 @@ def page(runs: Sequence[dict[str, Any]], title: str, tables: dict[str, str] | No
     template = resources.files("hyporag.eval").joinpath("viewer.html").read_text(encoding="utf-8")
     data = json.dumps({"title": title, "runs": list(runs), "tables": tables or {}}, ensure_ascii=False,
                       separators=(",", ":"))
-    return template.replace("__TITLE__", html.escape(title)).replace("__DATA__", data.replace("</", "<\\/"))
+    # `<`, `>` and `&` only occur inside JSON strings, where \u escapes mean the same: no text (`</script>`,
+    # `<!--<script>`) can change how the page parses around the block
+    data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    head, tail = template.split("__DATA__")
+    return head.replace("__TITLE__", html.escape(title)) + data + tail
 
 
 def render(paths: Sequence[str | Path], questions: dict[str, dict] | None = None,
@@ -133,8 +138,30 @@ def write_view(paths: Iterable[str | Path], out: str | Path | None = None,
     target = Path(out) if out else (base / VIEW if len(paths) == 1 and base.is_dir() else Path(VIEW))
     if target.is_dir():
         raise HyporagError(f"{target}: is a directory; --out names the HTML file to write")
+    if target.exists() and not _our_page(target):
+        raise HyporagError(f"{target}: exists and is not a page `hyporag view` wrote; give a new --out (nothing "
+                           "overwritten)")
     write_text_atomic(target, render(paths, questions, index_dir))
     return target
+
+
+def _our_page(path: Path) -> bool:
+    """Whether `path` is a page this viewer wrote (its generator tag in the first bytes): only those are replaced."""
+    try:
+        with path.open("rb") as handle:
+            return GENERATOR.encode() in handle.read(512)
+    except OSError:
+        return False
+
+
+def _local_host(header: str | None) -> bool:
+    """A Host header naming this machine's loopback (127.0.0.1, localhost, [::1]) with any port."""
+    if not header:
+        return False
+    host = header.rsplit(":", 1)[0] if not header.endswith("]") else header
+    if header.startswith("["):
+        host = header[1:].split("]", 1)[0]
+    return host.lower() in ("127.0.0.1", "localhost", "::1")
 
 
 def serve_view(paths: Iterable[str | Path], port: int = 8765, host: str = "127.0.0.1",
@@ -148,11 +175,18 @@ def serve_view(paths: Iterable[str | Path], port: int = 8765, host: str = "127.0
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if not _local_host(self.headers.get("Host")):  # a rebound DNS name reaching 127.0.0.1 is not served
+                self.send_error(421, "this viewer answers only requests for 127.0.0.1 or localhost")
+                return
             if self.path not in ("/", "/index.html"):
                 self.send_error(404)
                 return
-            body = render(paths, index_dir=index_dir).encode()
-            self.send_response(200)
+            try:
+                body, status = render(paths, index_dir=index_dir).encode(), 200
+            except (HyporagError, OSError, ValueError, KeyError, TypeError) as exc:  # say why, keep serving
+                body = f"<!DOCTYPE html><meta charset=utf-8><title>hyporag view</title><p>{html.escape(str(exc))}"
+                body, status = body.encode(), 500
+            self.send_response(status)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -165,5 +199,7 @@ def serve_view(paths: Iterable[str | Path], port: int = 8765, host: str = "127.0
     print(f"serving {', '.join(map(str, paths))} on http://{host}:{server.server_port}/ (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
+    except KeyboardInterrupt:
+        print("stopped serving (the runs are unchanged; serve again with the same command)", flush=True)
     finally:
         server.server_close()

@@ -8,7 +8,12 @@ The names below are the public API; they import lazily so `import hyporag` stays
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
+
+# LiteLLM fetches its model price map from the web when first imported unless told to use its bundled copy: set
+# before any hyporag path can import it (offline that fetch costs ~10 s; online it is an unasked-for request)
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "true")
 
 __version__ = "0.1.0"
 

@@ -8,9 +8,10 @@ falls back to JSON itself) or, behind an `api_base`, JSONAdapter, unless `--adap
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,9 @@ import dspy
 
 from hyporag.errors import ModelError
 from hyporag.lm.gguf import DEFAULT_MODEL, resolve_model_path
+from hyporag.lm.model_identity import identity_cache_scope
 from hyporag.paths import cache_dir
+from hyporag.redact import basic_auth, redact_text, split_userinfo
 
 DEFAULT_LM = f"local:{DEFAULT_MODEL}"
 DEFAULT_TIMEOUT = 120.0  # seconds per remote call: a stalled hosted API fails in 2 minutes, not lm15's 10
@@ -45,11 +48,11 @@ _CACHE_CONFIGURED = False
 
 def configure_cache(directory: str | os.PathLike | None = None, enabled: bool = True) -> Path:
     """DSPy's disk cache under the project cache dir, so an identical re-run costs no LM calls."""
-    from hyporag.lm.model_identity import install_identity_cache
+    from hyporag.lm.model_identity import configure_identity_cache
 
     global _CACHE_CONFIGURED
     path = Path(directory) if directory else cache_dir("dspy")
-    install_identity_cache(enable_disk_cache=enabled, enable_memory_cache=enabled, disk_cache_dir=str(path))
+    configure_identity_cache(enable_disk_cache=enabled, enable_memory_cache=enabled, disk_cache_dir=str(path))
     _CACHE_CONFIGURED = True
     return path
 
@@ -96,8 +99,11 @@ def build_lm(spec: str, api_base: str | Sequence[str] | None = None, api_key: st
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "true")
     kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "cache": cache,
                               "num_retries": num_retries, "timeout": timeout or default_timeout(api_base)}
-    if api_base:
+    if api_base:  # a user and password in the URL travel as basic auth: never as a host name, never recorded
+        api_base, credentials = split_userinfo(api_base)
         kwargs["api_base"] = api_base
+        if credentials:
+            kwargs["extra_headers"] = {"Authorization": basic_auth(*credentials)}
     if api_key:
         kwargs["api_key"] = api_key
     lm = dspy.LM(spec, **kwargs)
@@ -112,7 +118,7 @@ def build_lm(spec: str, api_base: str | Sequence[str] | None = None, api_key: st
 def _routed_lm(spec: str, bases: list[str], api_key: str | None, temperature: float, max_tokens: int, cache: bool,
                timeout: float | None, num_retries: int) -> dspy.LM:
     """One LM over several endpoints of one model; the Router retries on another endpoint, so DSPy does not."""
-    from hyporag.lm.model_identity import register, server_identity
+    from hyporag.lm.model_identity import digest, register, server_identity
     from hyporag.lm.router import RoutedEngine
 
     if "/" not in spec:
@@ -120,12 +126,36 @@ def _routed_lm(spec: str, bases: list[str], api_key: str | None, temperature: fl
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "true")
     engine = RoutedEngine(spec, bases, api_key=api_key, timeout=timeout or max(map(default_timeout, bases)),
                           num_retries=num_retries)
-    lm = dspy.LM(spec, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache, num_retries=0)
-    identity = pool_identity(spec, [server_identity(base) for base in engine.api_bases])
+    servers = [server_identity(base) for base in engine.api_bases]
+    refuse_mixed_pool(spec, servers)
+    identity = pool_identity(spec, servers)
+    # the model name DSPy keys its cache on names this pool (its endpoints and what they serve): two pools under
+    # one model string for two roles never answer from each other's cache
+    name = f"{spec}@pool-{digest({**identity, 'endpoints': sorted(engine.api_bases)})[:12]}"
+    lm = dspy.LM(name, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache, num_retries=0)
     lm._hyporag_identity = identity
     lm._hyporag_endpoints = engine.api_bases
     register(lm.model, "", identity)
     return lm
+
+
+def refuse_mixed_pool(spec: str, servers: list[dict[str, Any]]) -> None:
+    """One LM must be one model: endpoints that report different weights under one alias would mix two models'
+    answers in one run's rows, so such a pool is refused before any call."""
+    def served(server: dict[str, Any]) -> tuple:
+        return tuple(server.get("models") or ()), Path(server["model_path"]).name if server.get("model_path") else None
+
+    reporting = [s for s in servers if s.get("reported")]
+    kinds = {served(s) for s in reporting}
+    if len(kinds) > 1:
+        each = "; ".join(f"{s['endpoint']} serves {_served_text(s)}" for s in reporting)
+        raise ModelError(f"LM {spec!r}: the endpoints of one pool serve different models ({each}); give one pool "
+                         "per model (a role's own --<role>-api-base for another)")
+
+
+def _served_text(server: dict[str, Any]) -> str:
+    parts = [",".join(server.get("models") or []), Path(server["model_path"]).name if server.get("model_path") else ""]
+    return " / ".join(p for p in parts if p) or "nothing reported"
 
 
 def pool_identity(spec: str, servers: list[dict[str, Any]]) -> dict[str, Any]:
@@ -152,10 +182,10 @@ def explain_lm_error(exc: BaseException) -> str:
     if waited or "timed out" in text:
         model = getattr(exc, "model", None) or text.partition("]")[0].lstrip("[")
         seconds = f"{float(waited.group(1)):g} s" if waited else "the time-out"
-        return (f"{model} did not answer within {seconds}; raise --timeout (seconds per LM call, default "
+        return redact_text(f"{model} did not answer within {seconds}; raise --timeout (seconds per LM call, default "
                 f"{DEFAULT_TIMEOUT:g}, {LOOPBACK_TIMEOUT:g} for a server on 127.0.0.1) for a slow model, or check "
                 "the server")
-    return text[:300]
+    return redact_text(text)[:300]
 
 
 def engine_of(lm: dspy.BaseLM):
@@ -197,9 +227,12 @@ class RoleLM:
     lm: dspy.BaseLM
     adapter: dspy.Adapter
 
-    def context(self):
-        """Run predictors under this role's LM and adapter."""
-        return dspy.context(lm=self.lm, adapter=self.adapter)
+    @contextlib.contextmanager
+    def context(self) -> Iterator[None]:
+        """Run predictors under this role's LM and adapter, with hyporag's cache for hyporag's own LMs only (the
+        user's `dspy.cache` serves everything else and is back in place when the call ends)."""
+        with identity_cache_scope(), dspy.context(lm=self.lm, adapter=self.adapter):
+            yield
 
 
 @dataclass
@@ -244,12 +277,17 @@ class LMRoles:
         """Per LM over several endpoints (by spec and the roles it serves): calls, tokens, seconds and failures per
         endpoint, for run.json."""
         out: dict[str, dict] = {}
+        pools: dict[int, str] = {}  # one entry per pool: two pools under one model string are two entries
         for name in ROLES:
             role = getattr(self, name)
             usage = endpoint_usage(role.lm)
-            if usage is not None:
-                entry = out.setdefault(role.spec, {"roles": [], "endpoints": usage})
-                entry["roles"].append(name)
+            if usage is None:
+                continue
+            if id(role.lm) not in pools:
+                key = role.spec if role.spec not in out else f"{role.spec} @ {', '.join(sorted(usage))}"
+                pools[id(role.lm)] = key
+                out[key] = {"roles": [], "endpoints": usage}
+            out[pools[id(role.lm)]]["roles"].append(name)
         return out
 
     def specs(self) -> dict[str, str]:

@@ -17,6 +17,8 @@ from typing import Any
 from dspy.clients.engines.litellm_engine import _LiteLLMConfig
 from dspy.clients.engines.litellm_errors import litellm_errors
 
+from hyporag.redact import basic_auth, redact_text, split_userinfo
+
 GROUP = "hyporag-pool"
 _ENGINES: weakref.WeakValueDictionary[str, RoutedEngine] = weakref.WeakValueDictionary()
 COOLDOWN_SECONDS = 30.0  # a failed endpoint rests this long before the Router tries it again
@@ -36,12 +38,15 @@ class RoutedEngine(_LiteLLMConfig):
         from litellm import Router
 
         self.model = model
-        self.api_bases = [_endpoint(b) for b in api_bases]
+        # endpoints as recorded and printed: without the user and password a URL may carry (they go as a header)
+        split = [split_userinfo(_endpoint(b)) for b in api_bases]
+        self.api_bases = [base for base, _ in split]
         self.group = f"{GROUP}-{id(self):x}"  # one Router per engine; LiteLLM's callbacks are process-wide
         deployments = [{"model_name": self.group, "model_info": {"id": base},
                         "litellm_params": {"model": model, "api_base": base, "api_key": api_key or "none",
+                                           **({"extra_headers": {"Authorization": basic_auth(*auth)}} if auth else {}),
                                            **({"timeout": timeout} if timeout else {})}}
-                       for base in self.api_bases]
+                       for base, auth in split]
         # at least one retry per other endpoint, so a dead one is always stepped over within one call
         self.router = Router(model_list=deployments, routing_strategy="least-busy",
                              num_retries=max(num_retries, len(self.api_bases)), allowed_fails=0,
@@ -71,7 +76,7 @@ class RoutedEngine(_LiteLLMConfig):
             # the Router retried on every endpoint (or all are cooling down after failing): the pool is down, which
             # stops the run with its rows kept, as one dead server does; a bad request still fails one question
             raise lm15.TransportError(f"every endpoint of {self.model} failed ({', '.join(self.api_bases)}): "
-                                      f"{str(exc).splitlines()[0][:200]}") from exc
+                                      f"{redact_text(str(exc).splitlines()[0])[:200]}") from exc
         base = _endpoint(str((getattr(raw, "_hidden_params", None) or {}).get("model_id") or "?"))
         usage = getattr(raw, "usage", None)
         with self._lock:

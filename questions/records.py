@@ -37,6 +37,15 @@ class LoadReport:
 
     @classmethod
     def join(cls, reports: list[LoadReport], separator: str = "; ") -> LoadReport:
+        """Several loads as one; an id in two of them is refused (a row keyed by it would stand for both)."""
+        first: dict[str, str] = {}
+        for report in reports:
+            for example in report.examples:
+                if example.id in first:
+                    raise DataError(f"{report.where(example)}: question id {example.id!r} is also {first[example.id]}; "
+                                    "ids must be unique across joined datasets (give the rows an `id`, or rename "
+                                    "one file: ids default to <file stem>-<line>)")
+                first[example.id] = report.where(example)
         return cls([e for r in reports for e in r.examples], separator.join(r.source for r in reports),
                    [s for r in reports for s in r.skipped], {k: v for r in reports for k, v in r.locations.items()})
 
@@ -91,7 +100,8 @@ def record_to_example(record: Any, default_id: str) -> dspy.Example:
     if "options" not in record:
         raise ValueError("field 'options' is missing")
     options = normalize_options(record["options"])
-    answer = str(record.get("answer", "")).strip().upper()
+    raw_answer = record.get("answer")
+    answer = "" if raw_answer is None else str(raw_answer).strip().upper()
     if not answer:
         raise ValueError("field 'answer' is missing")
     if answer not in options:
@@ -99,6 +109,37 @@ def record_to_example(record: Any, default_id: str) -> dspy.Example:
     qid = str(record.get("id") or default_id)
     extra = {k: record[k] for k in ("subject", "dataset", "meta_info") if k in record}
     return make_example(question.strip(), options, answer, qid, **extra)
+
+
+def examples_from_python(examples: Iterable[Any], source: str = "examples") -> LoadReport:
+    """Questions given in Python (dspy.Examples or dicts with question, options, answer and an optional id),
+    checked and normalised exactly as a file's rows are: a letter in any case, options as a list or a dict,
+    one-line errors naming the example and the field."""
+    if isinstance(examples, (str, bytes, dict)) or not isinstance(examples, Iterable):
+        raise DataError(f"{source}: give a list of dspy.Example (or dicts) with question, options and answer, "
+                        f"not {type(examples).__name__}")
+    loaded: list[dspy.Example] = []
+    locations: dict[str, str] = {}
+    for number, given in enumerate(examples, start=1):
+        where = f"{source}[{number - 1}]"
+        if isinstance(given, dspy.Example):
+            record = {k: given.get(k) for k in ("question", "options", "answer", "id", "subject") if k in given}
+        elif isinstance(given, dict):
+            record = given
+        else:
+            raise DataError(f"{where}: a {type(given).__name__}, not a dspy.Example or dict with question, options, "
+                            "answer")
+        try:
+            example = record_to_example(record, default_id=f"{source}-{number}")
+        except ValueError as exc:
+            raise DataError(f"{where}: {exc}") from None
+        if example.id in locations:
+            raise DataError(f"{where}: duplicate id {example.id!r} (also {locations[example.id]})")
+        locations[example.id] = where
+        loaded.append(example)
+    if not loaded:
+        raise DataError(f"{source}: no questions given (an empty list)")
+    return LoadReport(loaded, "examples given in Python", [], locations)
 
 
 def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from hyporag.retrieval.estimate import available_ram, estimate, refuse_if_too_bi
 from hyporag.retrieval.passage_split import MAX_PASSAGE_CHARS, SplitReport, split_long_passages
 from hyporag.retrieval.retriever import Retriever
 from hyporag.retrieval.store import PassageStore
+from hyporag.retrieval.vectors_in import check_made_for
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
@@ -115,7 +116,11 @@ def build_index(corpus: Corpus, directory: Path | None = None, retriever: str = 
     try:
         return _build(corpus, directory, retriever, embedder_name, faiss_kind, max_seq_length, progress, log, force,
                       vectors, max_passage_chars, bm25_engine)
-    except BaseException:
+    except HyporagError:  # given vectors refused: a directory this call created is not left half-built
+        if created and vectors is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+        raise
+    except BaseException:  # interrupted: what was built stays, and the same command resumes it
         if created and not any(directory.iterdir()):
             directory.rmdir()
         raise
@@ -145,6 +150,9 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
                 "--index-dir")
         if not same_contents:
             log(f"{directory}: corpus differs from the last build; rebuilding from scratch")
+            had = (manifest.get("parts", {}).get("bm25") or {}).get("engine")
+            if bm25_engine == "auto" and had:  # the rebuild keeps the engine the user chose for this index
+                bm25_engine = had
             _clear(directory)
             manifest = {}
     manifest.update({"format_version": FORMAT_VERSION, "corpus": corpus.name, "corpus_source": corpus.source,
@@ -158,6 +166,8 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
                     vectors is not None, spec.hashing_dimension)
     log(plan.describe())
     refuse_if_too_big(plan, available_ram())
+    if vectors is not None and retriever in ("dense", "both"):  # before any slow part: a mismatch costs nothing
+        check_made_for(Path(vectors), fingerprint, spec.to_dict(), max_passage_chars)
 
     store_path = directory / PassageStore.FILENAME
     if "store" not in manifest["parts"] or not store_path.is_file():
@@ -269,7 +279,8 @@ def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None =
         raise IndexMismatchError(
             f"{directory}: index was built from corpus {manifest.get('corpus')!r} with fingerprint "
             f"{str(manifest.get('corpus_fingerprint'))[:12]}..., which does not match {corpus.spec} "
-            f"({corpus.fingerprint()[:12]}...); build its index with `hyporag index build --corpus {corpus.spec}`"
+            f"({corpus.fingerprint()[:12]}...); build its index with `hyporag index build --corpus {corpus.spec} "
+            f"--index-dir {directory}`"
         )
     if not is_complete(manifest):
         raise IndexMismatchError(
@@ -290,7 +301,8 @@ def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None =
     except (ValueError, OSError, RuntimeError, KeyError, sqlite3.Error) as exc:
         raise IndexMismatchError(f"{directory}: an index file cannot be opened ({type(exc).__name__}: "
                                  f"{str(exc).splitlines()[0][:160] if str(exc) else ''}); rebuild it with `hyporag "
-                                 f"index build --corpus {manifest.get('corpus_spec') or '<corpus>'} --force`") from None
+                                 f"index build --corpus {manifest.get('corpus_spec') or '<corpus>'} "
+                                 f"--index-dir {directory} --force`") from None
     retriever = Retriever(store, bm25, dense, mode=mode, fingerprint=manifest["corpus_fingerprint"], **retriever_kwargs)
     retriever.manifest = manifest
     retriever.directory = directory

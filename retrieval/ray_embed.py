@@ -10,6 +10,8 @@ arrived exactly once.
 
 from __future__ import annotations
 
+import socket
+import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -50,10 +52,33 @@ class PassageEncoder:
         return {"row": np.asarray(batch["row"], dtype=np.int64), "vector": vectors}
 
 
+CONNECT_SECONDS = 10.0
+
+
+def reachable(address: str, seconds: float = CONNECT_SECONDS) -> None:
+    """Refuse in one line, within `seconds`, an address nothing answers at: Ray's own join retries for many minutes
+    (and a CI job with a wrong address would hang until killed by hand)."""
+    if address == "auto" or "://" not in address and ":" not in address:
+        return  # Ray finds a local cluster itself (RAY_ADDRESS, or the head started on this machine)
+    parts = urllib.parse.urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host, port = None, None
+    if not host or not port:
+        raise HyporagError(f"--ray {address}: not an address (give host:port, ray://host:10001, or auto)")
+    try:
+        socket.create_connection((host, port), timeout=seconds).close()
+    except OSError as exc:
+        raise HyporagError(f"--ray {address}: nothing answers there within {seconds:g} s ({exc.strerror or exc}); "
+                           "is `ray start --head` running there?") from None
+
+
 def connect(address: str, log: Callable[[str], None]) -> dict[str, float]:
     """Join the cluster at `address` ("auto", "ray://host:10001" or "host:6379"); returns its resources."""
     ray = import_ray()
     if not ray.is_initialized():
+        reachable(address)
         try:
             ray.init(address=address, log_to_driver=False, logging_level="ERROR")
         except (ConnectionError, RuntimeError, ValueError) as exc:

@@ -75,7 +75,10 @@ class VectorShards:
         if json.loads(ids_path.read_text(encoding="utf-8")) != ids:
             raise IndexMismatchError(f"{ids_path}: other passage ids than shard {number} of this corpus; the folder "
                                      "was edited by hand? delete the shard to redo it")
-        rows = np.load(vectors_path, mmap_mode="r").shape[0]
+        try:
+            rows = np.load(vectors_path, mmap_mode="r").shape[0]
+        except (ValueError, OSError, EOFError):  # a shard cut short (a kill, a full disk): encoded again
+            return False
         if rows != len(ids):
             raise IndexMismatchError(f"{vectors_path}: {rows} vectors for {len(ids)} ids; delete it to redo it")
         return True

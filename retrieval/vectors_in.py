@@ -18,6 +18,7 @@ import numpy as np
 from hyporag.errors import IndexMismatchError
 from hyporag.retrieval.mapped import release_pages
 from hyporag.retrieval.store import PassageStore
+from hyporag.retrieval.vector_shards import IDENTITY_FILE
 
 
 def _chunk_dir(vectors_dir: Path) -> Path | None:
@@ -47,7 +48,7 @@ def shards(vectors_dir: Path) -> Iterator[tuple[Path, np.ndarray, list[str]]]:
         raise IndexMismatchError(f"{vectors_dir}: no .npy vector shards")
     chunk_dir, dimension = _chunk_dir(vectors_dir), None
     for shard in files:
-        vectors = np.load(shard, mmap_mode="r")
+        vectors = load_shard(shard)
         ids = _ids_for(shard, chunk_dir)
         if vectors.ndim != 2 or len(vectors) != len(ids):
             raise IndexMismatchError(f"{shard}: {vectors.shape[0] if vectors.ndim else 0} vectors but {len(ids)} "
@@ -56,6 +57,39 @@ def shards(vectors_dir: Path) -> Iterator[tuple[Path, np.ndarray, list[str]]]:
             raise IndexMismatchError(f"{shard}: dimension {vectors.shape[1]}, but earlier shards have {dimension}")
         dimension = vectors.shape[1]
         yield shard, vectors, ids
+
+
+def load_shard(shard: Path) -> np.ndarray:
+    """A shard memory-mapped, or one line when it is not a whole .npy file (a kill or a full disk cut it short)."""
+    try:
+        return np.load(shard, mmap_mode="r")
+    except (ValueError, OSError, EOFError) as exc:
+        raise IndexMismatchError(f"{shard}: not a complete .npy file ({str(exc).splitlines()[0][:120]}); if "
+                                 "`hyporag embed` wrote it, re-run the same embed command to redo that shard") from None
+
+
+def check_made_for(vectors_dir: Path, corpus_fingerprint: str | None, encoder: dict, max_passage_chars: int) -> None:
+    """Vectors `hyporag embed` made (its embed.json) must be of this corpus's contents, split as this index splits
+    them, by the encoder that will encode the queries: another version of the corpus leaves changed passages with
+    stale vectors, and another encoder of the same dimension answers every query with the wrong model."""
+    meta = Path(vectors_dir) / IDENTITY_FILE
+    if not meta.is_file():
+        return  # another tool's vectors (MedRAG's): ids and counts are all there is to check
+    try:
+        made = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise IndexMismatchError(f"{meta}: unreadable ({exc}); re-run hyporag embed into a new --out") from None
+    if corpus_fingerprint and made.get("corpus_fingerprint") != corpus_fingerprint:
+        raise IndexMismatchError(f"{vectors_dir}: these vectors were made from another version of the corpus "
+                                 f"({made.get('corpus_source')}: its contents changed since `hyporag embed`); embed "
+                                 "the corpus again")
+    if made.get("encoder") != encoder:
+        theirs, ours = (made.get("encoder") or {}).get("name"), encoder.get("name")
+        raise IndexMismatchError(f"{vectors_dir}: made by encoder {theirs!r} ({made.get('encoder')}), but this index "
+                                 f"encodes queries with {ours!r}; give --embedder {theirs} or embed again")
+    if made.get("max_passage_chars") not in (None, max_passage_chars):
+        raise IndexMismatchError(f"{vectors_dir}: passages were split at {made.get('max_passage_chars')} characters, "
+                                 f"this index splits them at {max_passage_chars}")
 
 
 def ingest_vectors(vectors_dir: Path, store: PassageStore, target: Path, log=print) -> tuple[int, int]:

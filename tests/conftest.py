@@ -12,6 +12,7 @@ import dspy
 import pytest
 from hypothesis import settings
 
+from hyporag.lm.model_identity import reset_identity_cache
 from hyporag.paths import data_root
 
 SHARED = data_root()
@@ -34,6 +35,7 @@ def isolated(tmp_path, monkeypatch, model_cache):
     monkeypatch.setenv("HYPORAG_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HYPORAG_MODEL_CACHE_DIR", str(model_cache))
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+    reset_identity_cache()  # hyporag's own cache follows DSPy's until a test's job configures it
     with dspy.context(lm=None, adapter=None, track_usage=False):
         yield
 

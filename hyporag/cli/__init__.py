@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 
+from hyporag import __version__
 from hyporag.atomic import raise_if_disk_full
 from hyporag.cli import (
     ask,
@@ -28,6 +29,7 @@ from hyporag.cli import (
 )
 from hyporag.cli.common import load_settings
 from hyporag.errors import DiskFullError, HyporagError
+from hyporag.redact import printable, redact_text
 from hyporag.run_config import PROJECT_FILE, RunConfig
 
 MODULES = (data, index, embed, ask, evaluate, merge, report, view, compile_prompts, tune, fit, reproduce, demo)
@@ -41,6 +43,7 @@ NEEDS_CONFIG = {"list", "build", "ask", "report", "demo"}  # the others build th
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hyporag", description=__doc__)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"hyporag {__version__}")
     parser.add_argument("--config", help=f"project file (default ./{PROJECT_FILE} when it exists)")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in MODULES:
@@ -68,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     except HyporagError as exc:
         if args.debug:
             raise
-        print(f"hyporag: error: {exc}", file=sys.stderr)
+        print(f"hyporag: error: {printable(redact_text(str(exc)))}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:  # `hyporag data list | head`: the reader left, which is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

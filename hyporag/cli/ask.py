@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 
 from hyporag.builders import artifact_config, build_program, build_retriever, build_roles, fit_to_context, load_frozen
 from hyporag.cli.common import add_data_args, add_lm_args, add_program_args
 from hyporag.errors import HyporagError
+from hyporag.redact import printable
 from hyporag.run_config import RunConfig
 
 
@@ -64,15 +66,17 @@ def run(args: argparse.Namespace, config: RunConfig) -> int:
     started = time.perf_counter()
     prediction = program(question=args.question, options=options)
     seconds = time.perf_counter() - started
-    if args.json:
-        print(json.dumps(dict(prediction.items()), indent=2, ensure_ascii=False))
+    # passages and LM text are untrusted: nothing they hold may reach the terminal as a control sequence
+    if args.json:  # JSON escapes C0 controls itself; C1 ones (0x80-0x9f) are escaped the same way here
+        text = json.dumps(dict(prediction.items()), indent=2, ensure_ascii=False)
+        print(re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text))
         return 0
     answer = prediction.answer
-    print(f"answer: {answer}. {options[answer]}" if answer else "answer: (unparseable reply)")
+    print(printable(f"answer: {answer}. {options[answer]}") if answer else "answer: (unparseable reply)")
     for i, passage in enumerate(prediction.passages, start=1):
-        print(f"  [{i}] {passage['id']} ({passage['score']:.3f}): {passage['contents'][:110]}...")
+        print(printable(f"  [{i}] {passage['id']} ({passage['score']:.3f}): {passage['contents'][:110]}..."))
     if prediction.queries:
-        print("queries: " + " | ".join(q[:80] for q in prediction.queries))
+        print(printable("queries: " + " | ".join(q[:80] for q in prediction.queries)))
     cost = prediction.cost
     print(f"cost: {cost['calls']} LM calls, {cost['input_tokens']} input + {cost['output_tokens']} output tokens, "
           f"{seconds:.1f} s (method {program.method}, retrieval sees options: {prediction.retrieval_sees_options})")

@@ -37,7 +37,8 @@ def add_lm_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max-tokens", type=int, help="reply tokens per call, reserved in the context (default 512)")
     group.add_argument("--context-tokens", type=int, help="the answer LM's context window (default: n_ctx for local "
                        "models, the server's or DSPy's model metadata for remote ones; unknown = not checked)")
-    group.add_argument("--timeout", type=float, help="seconds to wait for each remote LM reply (default 120)")
+    group.add_argument("--timeout", type=float, help="seconds to wait for each remote LM reply (default 120; 600 for "
+                       "a server on 127.0.0.1, where a CPU model's reply can take minutes)")
     group.add_argument("--retries", type=int, help="retries with backoff for a remote LM (DSPy's; default 3)")
     group.add_argument("--no-cache", action="store_const", const=True, help="bypass DSPy's disk cache of LM calls")
     group.add_argument("--speculative", metavar="MODE", help="speculative decoding in the embedded engine: none "

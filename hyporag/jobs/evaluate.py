@@ -29,6 +29,8 @@ from hyporag.errors import HyporagError
 from hyporag.eval.shards import Shard
 from hyporag.jobs.settings import EvalSettings
 from hyporag.jobs.tracking import code_version, flat_params, report_metrics, tracked
+from hyporag.questions.datasets import load_benchmark
+from hyporag.questions.records import examples_from_python
 from hyporag.retrieval.bm25_engines import engine_of_retriever
 from hyporag.run_config import RunConfig
 
@@ -126,7 +128,7 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
         recorded = {"dataset": dataset_name, "dataset_source": source, "n": len(examples), "seed": run.seed,
                     "methods": list(programs), "lms": roles.specs(), "lm_identities": roles.identities(),
                     "adapters": roles.adapters(),
-                    "budget": _shared(programs, "budget"), "reasoning": _shared(programs, "reasoning"),
+                    "budget": shared_setting(programs, "budget"), "reasoning": shared_setting(programs, "reasoning"),
                     "retriever": getattr(retriever, "mode", None), "dur": run.dur,
                     "index_fingerprint": getattr(retriever, "fingerprint", None),
                     "bm25_engine": engine_of_retriever(retriever),
@@ -189,10 +191,10 @@ def _record_endpoints(out: Path, roles, earlier: dict) -> dict:
 
 def _questions(run: RunConfig, examples: Sequence | None) -> tuple[list, Any, str, int]:
     """(the questions to run, where each came from, the source, the dataset's size)."""
-    if examples is not None:
-        chosen = select_examples(list(examples), run.limit, run.seed)
-        return chosen, lambda example: f"example {example.get('id', '?')}", "examples given in Python", len(examples)
-    from hyporag.questions.datasets import load_benchmark
+    if examples is not None:  # checked and normalised as a file's rows are
+        given = examples_from_python(examples)
+        chosen = select_examples(given.examples, run.limit, run.seed)
+        return chosen, given.where, given.source, len(given.examples)
 
     loaded = load_benchmark(run.dataset, run.data_dir, skip_bad_rows=run.skip_bad_rows)
     if loaded.skipped:
@@ -200,7 +202,7 @@ def _questions(run: RunConfig, examples: Sequence | None) -> tuple[list, Any, st
     return select_examples(loaded.examples, run.limit, run.seed), loaded.where, loaded.source, len(loaded.examples)
 
 
-def _shared(programs: dict, key: str):
+def shared_setting(programs: dict, key: str):
     """One setting across the run's programs: its value when they agree, else the value per method."""
     values = {m: p.settings()[key] for m, p in programs.items()}
     distinct = {json.dumps(v, sort_keys=True) for v in values.values()}

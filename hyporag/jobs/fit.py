@@ -17,10 +17,11 @@ from typing import Any
 
 from hyporag.builders import artifact_config, build_program, build_retriever, fit_to_context
 from hyporag.errors import HyporagError
-from hyporag.jobs.evaluate import as_roles
+from hyporag.jobs.evaluate import as_roles, shared_setting
 from hyporag.jobs.optimizing import make_metric_for, reflection_lm, tune_modes
 from hyporag.jobs.settings import FitSettings
 from hyporag.jobs.tracking import metric_name, tracked_job
+from hyporag.retrieval.bm25_engines import engine_of_retriever
 from hyporag.run_config import RunConfig
 
 
@@ -135,7 +136,9 @@ def _fit(settings: FitSettings, run: RunConfig, roles) -> FitResult:
                   threads=run.threads, log=log, default_mode=getattr(retriever, "mode", None))
         best, program = best_program(study, untuned, roles, modes)
         save_artifact(tuned_dir, program, retriever, roles.specs(), {"optimizer": {"name": "optuna-tpe"}})
-        return {"summary": f"best trial {best.number} of {len(study.trials)}: {best.value:.3f}",
+        finished = sum(t.state.name == "COMPLETE" for t in study.trials)
+        return {"summary": f"best: trial #{best.number} ({finished} finished trials, {len(study.trials)} started in "
+                           f"all): {best.value:.3f}",
                 "best_params": best.params, "validation": best.value}
 
     tuned = run_stage(state, "tune", tune, log)
@@ -173,9 +176,16 @@ def _fit(settings: FitSettings, run: RunConfig, roles) -> FitResult:
     def evaluate_heldout() -> dict:
         frozen = load_artifact(final_dir, retriever, roles)
         programs = {"rag": build_program("rag", run, retriever, roles), "untuned": untuned, "tuned": frozen}
-        report = run_evaluation(programs, heldout, out / "heldout", {"dataset": run.dataset, "n": len(heldout),
-                                "methods": list(programs), "lms": roles.specs(), "fit": str(out)},
-                                threads=run.threads)
+        # what `hyporag view`, `report` and a resume read: the index (for passage text) and the programs' settings
+        recorded = {"dataset": run.dataset, "n": len(heldout), "seed": run.seed, "methods": list(programs),
+                    "lms": roles.specs(), "lm_identities": roles.identities(), "adapters": roles.adapters(),
+                    "budget": shared_setting(programs, "budget"), "reasoning": shared_setting(programs, "reasoning"),
+                    "retriever": getattr(retriever, "mode", None),
+                    "index_fingerprint": getattr(retriever, "fingerprint", None),
+                    "bm25_engine": engine_of_retriever(retriever),
+                    "index_dir": str(retriever.directory) if getattr(retriever, "directory", None) else None,
+                    "program": {m: p.settings() for m, p in programs.items()}, "fit": str(out)}
+        report = run_evaluation(programs, heldout, out / "heldout", recorded, threads=run.threads)
         accuracy = {s["method"]: s["accuracy"] for s in report["methods"]}
         return {"summary": ", ".join(f"{m} {a:.3f}" for m, a in accuracy.items()) + f" on {len(heldout)} held-out",
                 "accuracy": accuracy}

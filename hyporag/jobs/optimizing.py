@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from hyporag.builders import build_program, build_retriever, lm_build_kwargs, load_frozen, select_examples
 from hyporag.errors import ConfigError, HyporagError
 from hyporag.jobs.settings import SplitSettings
+from hyporag.questions.records import examples_from_python
 from hyporag.run_config import RunConfig
 
 
@@ -31,6 +32,7 @@ def optimizer_splits(settings: SplitSettings, run: RunConfig, examples: Sequence
         examples = load_benchmark(dataset, run.data_dir).examples
     else:
         dataset = run.dataset or "examples"
+        examples = examples_from_python(examples).examples  # checked as a file's rows are
     chosen = select_examples(list(examples), run.limit, run.seed)
     train, val = split_train_val(chosen, settings.val_fraction, run.seed)
     return train, val, {"dataset": dataset, "val_fraction": settings.val_fraction, "seed": run.seed,

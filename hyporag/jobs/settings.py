@@ -75,6 +75,12 @@ class EvalSettings(JobSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_shard(self.job, self.shard)
+        if not isinstance(self.fail_under, dict):
+            raise ConfigError(f"{self.job}: fail_under must be a table of METHOD = ACCURACY, got {self.fail_under!r}")
+        for method, bar in self.fail_under.items():  # checked before any call, as --fail-under is
+            if isinstance(bar, bool) or not isinstance(bar, (int, float)) or not 0.0 <= bar <= 1.0:
+                raise ConfigError(f"{self.job}: fail_under.{method} = {bar!r}: an accuracy bar is a number in [0, 1] "
+                                  "(0.55, not 55)")
 
 
 @dataclass(frozen=True)

@@ -142,3 +142,48 @@ def test_a_sharded_reproduce_merges_cell_by_cell_into_the_unsharded_table(tmp_pa
     assert main(["merge", str(tmp_path / "part1" / "chr-table1"), str(tmp_path / "full" / cell), "--out",
                  str(tmp_path / "m2")]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_shards_cut_from_two_versions_of_one_dataset_are_refused(project, tmp_path):
+    """Same ids, other questions: the list hash covers the questions' content, and a question two shards both
+    answered must be the same question."""
+    for i in (1, 2):
+        run(project, tmp_path / f"s{i}", f"{i}/3")
+    dataset = Path(project.dataset)
+    edited = [json.loads(line) for line in dataset.read_text().splitlines()]
+    edited[5]["answer"] = "A" if edited[5]["answer"] == "B" else "B"  # the gold of one question changed
+    write_jsonl(dataset, edited)
+    run(project, tmp_path / "s3", "3/3")
+    with pytest.raises(HyporagError, match="s3: its question list differs"):
+        hyporag.merge_runs([tmp_path / f"s{i}" for i in (1, 2, 3)], tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_hand_edited_correct_flag_is_rescored_from_answer_and_gold(project, tmp_path, capsys):
+    for i in (1, 2, 3):
+        run(project, tmp_path / f"s{i}", f"{i}/3")
+    honest = hyporag.merge_runs([tmp_path / f"s{i}" for i in (1, 2, 3)], tmp_path / "honest")
+    path = tmp_path / "s1" / "results.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    wrong = next(r for r in lines if r["method"] == "cot" and not r["correct"])
+    wrong["correct"] = True  # flipped by hand: the answer still is not the gold
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    merged = hyporag.merge_runs([tmp_path / f"s{i}" for i in (1, 2, 3)], tmp_path / "m")
+    accuracy = {m["method"]: m["accuracy"] for m in merged["methods"]}
+    assert accuracy == {m["method"]: m["accuracy"] for m in honest["methods"]}
+    assert "disagrees with their answer and gold" in capsys.readouterr().err
+    from hyporag.eval.report import report_from_dir
+
+    assert report_from_dir(tmp_path / "s1")["methods"][0]["accuracy"] == \
+        run(project, tmp_path / "s1-again", "1/3").report["methods"][0]["accuracy"]
+
+
+def test_a_refused_merge_leaves_the_earlier_merge_as_it_was(project, tmp_path):
+    for i in (1, 2, 3):
+        run(project, tmp_path / f"s{i}", f"{i}/3")
+    hyporag.merge_runs([tmp_path / f"s{i}" for i in (1, 2, 3)], tmp_path / "m")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir() if p.is_file()}
+    with pytest.raises(HyporagError, match=r"shard\(s\) 3/3 missing"):
+        hyporag.merge_runs([tmp_path / "s1", tmp_path / "s2"], tmp_path / "m")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir() if p.is_file()} == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".m.")]  # no staging left behind

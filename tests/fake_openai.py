@@ -1,0 +1,76 @@
+"""A small OpenAI-compatible server on 127.0.0.1 for unit tests and error paths: it reports the models it serves
+(`/v1/models`, llama.cpp's `/props`), answers every chat completion with one JSON reply, and records each request's
+path and Authorization header. Real-model tests use tests/llama_server.py instead."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Served:
+    models: list[str]
+    model_path: str | None = None
+    reply: dict = field(default_factory=lambda: {"answer": "A"})
+    requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Authorization)
+    port: int = 0
+
+    @property
+    def completions(self) -> int:
+        return sum(path.endswith("/chat/completions") for path, _ in self.requests)
+
+    def base(self, userinfo: str = "") -> str:
+        return f"http://{userinfo + '@' if userinfo else ''}127.0.0.1:{self.port}/v1"
+
+
+def _handler(served: Served):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def _send(self, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802
+            served.requests.append((self.path, self.headers.get("Authorization")))
+            if self.path.endswith("/models"):
+                self._send({"object": "list", "data": [{"id": m, "object": "model"} for m in served.models]})
+            elif self.path == "/props" and served.model_path:
+                self._send({"model_path": served.model_path})
+            else:
+                self.send_error(404)
+
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            served.requests.append((self.path, self.headers.get("Authorization")))
+            self._send({"id": "x", "object": "chat.completion", "created": 0, "model": served.models[0],
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": json.dumps(served.reply)}}],
+                        "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}})
+
+    return Handler
+
+
+@contextmanager
+def fake_openai(models: list[str], model_path: str | None = None, reply: dict | None = None) -> Iterator[Served]:
+    """A served model for the `with` block: `served.base()` is its /v1 URL."""
+    served = Served(models, model_path, reply or {"answer": "A"})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(served))
+    served.port = server.server_port
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield served
+    finally:
+        server.shutdown()
+        server.server_close()

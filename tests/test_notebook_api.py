@@ -1,0 +1,106 @@
+"""The Python API as a notebook user calls it: examples in any reasonable shape are checked and normalised as file
+rows are (one-line errors naming the field), and a job leaves the user's DSPy cache exactly as it found it."""
+
+from __future__ import annotations
+
+import dspy
+import pytest
+from dspy.utils import DummyLM
+
+import hyporag
+from hyporag.errors import DataError
+from hyporag.lm.client import LMRoles, build_lm
+from hyporag.run_config import RunConfig
+from tests.conftest import write_jsonl
+from tests.fake_openai import fake_openai
+
+OPTIONS = {"A": "Pancreas", "B": "Kidney", "C": "Liver"}
+
+
+def run(tmp_path, examples, answers="A"):
+    roles = LMRoles.from_lms(DummyLM([{"answer": a} for a in answers * 5]))
+    return hyporag.evaluate(RunConfig(methods="cot", out=str(tmp_path / "run")), roles=roles, examples=examples,
+                            progress=False)
+
+
+def test_a_lower_case_letter_list_options_and_no_id_score_as_a_file_row_would(tmp_path):
+    examples = [dspy.Example(question="Which organ makes insulin?", options=list(OPTIONS.values()), answer="a"),
+                {"question": "Which organ makes renin?", "options": OPTIONS, "answer": "a"}]
+    report = run(tmp_path, examples)
+    assert report.accuracy("cot") == 1.0  # the model's A is the gold A, not a 0.000 against "a"
+    assert report.summary("cot")["n"] == 2
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    (dspy.Example(question="Which organ makes insulin?", options=OPTIONS, answer="Pancreas"),
+     r"examples\[0\]: field 'answer' is 'PANCREAS', not one of the options ABC"),
+    (dspy.Example(question="Which organ makes insulin?", options=OPTIONS, answer="E"),
+     r"examples\[0\]: field 'answer' is 'E', not one of the options ABC"),
+    (dspy.Example(question="Which organ makes insulin?", answer="A"), r"examples\[0\]: field 'options' is missing"),
+    ({"options": OPTIONS, "answer": "A"}, r"examples\[0\]: field 'question' is missing or empty"),
+    ("Which organ?", r"examples\[0\]: a str, not a dspy.Example or dict"),
+])
+def test_a_bad_example_is_one_line_naming_the_field_before_any_call(tmp_path, given, message):
+    with pytest.raises(DataError, match=message):
+        run(tmp_path, [given])
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
+def test_no_examples_and_duplicate_ids_are_refused_as_such(tmp_path):
+    with pytest.raises(DataError, match=r"examples: no questions given"):
+        run(tmp_path, [])
+    twice = [{"id": "x", "question": "Q?", "options": OPTIONS, "answer": "A"}] * 2
+    with pytest.raises(DataError, match=r"examples\[1\]: duplicate id 'x' \(also examples\[0\]\)"):
+        run(tmp_path, twice)
+
+
+def test_two_files_of_one_name_joined_are_refused_not_half_dropped(tmp_path):
+    rows = [{"question": f"Q{i}?", "options": OPTIONS, "answer": "A"} for i in range(4)]
+    first, second = write_jsonl(tmp_path / "a" / "q.jsonl", rows), write_jsonl(tmp_path / "b" / "q.jsonl", rows)
+    from hyporag.questions.datasets import load_benchmark
+
+    with pytest.raises(DataError, match=r"b/q.jsonl:1: question id 'q-1' is also .*a/q.jsonl:1"):
+        load_benchmark(f"{first},{second}")
+    with pytest.raises(DataError, match="ids must be unique across joined datasets"):
+        load_benchmark(f"{first},{first}")
+
+
+def test_a_job_leaves_the_users_dspy_cache_as_it_found_it(tmp_path):
+    """The user's own cached LM keeps its cache (one server call for two identical calls) after hyporag ran with
+    its cache off; dspy.cache is the very object it was, in the user's directory."""
+    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(tmp_path / "mine"))
+    before = dspy.cache
+    with fake_openai(["m"]) as server:
+        hyporag.evaluate(RunConfig(methods="cot", out=str(tmp_path / "run"), lm="openai/m",
+                                   api_base=server.base(), api_key="k", no_cache=True),
+                         examples=[{"question": "Q?", "options": OPTIONS, "answer": "A"}], progress=False)
+        assert server.completions == 1
+        assert dspy.cache is before and dspy.cache.disk_cache_dir == str(tmp_path / "mine")
+        mine = dspy.LM("openai/m", api_base=server.base(), api_key="k", cache=True, num_retries=0)
+        predict = dspy.Predict("question -> answer")
+        with dspy.context(lm=mine, adapter=dspy.JSONAdapter()):
+            predict(question="same")
+            predict(question="same")
+        assert server.completions == 2  # the user's second identical call was served from the user's cache
+
+
+def test_hyporag_calls_use_its_identity_cache_while_the_users_stay_in_theirs(tmp_path):
+    """Inside a call, hyporag's LM reaches hyporag's cache (a second run is free); the user's cache dir gets
+    none of hyporag's entries."""
+    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=False, disk_cache_dir=str(tmp_path / "mine"))
+    before = dspy.cache
+    with fake_openai(["m"]) as server:
+        for out in ("a", "b"):
+            hyporag.evaluate(RunConfig(methods="cot", out=str(tmp_path / out), lm="openai/m",
+                                       api_base=server.base(), api_key="k"),
+                             examples=[{"question": "Q?", "options": OPTIONS, "answer": "A"}], progress=False)
+        assert server.completions == 1  # the second run came from hyporag's cache
+    assert dspy.cache is before and len(before.disk_cache) == 0
+
+
+def test_build_lm_pool_and_plain_lm_keep_their_model_names_apart(tmp_path):
+    with fake_openai(["m"]) as a, fake_openai(["m"]) as b:
+        one = build_lm("openai/m", api_base=[a.base(), b.base()], api_key="k")
+        other = build_lm("openai/m", api_base=[b.base(), a.base(), a.base().replace("/v1", "/v1/")], api_key="k")
+    assert one.model.startswith("openai/m@pool-") and one.model != build_lm("openai/m", api_base=a.base()).model
+    assert other.model.startswith("openai/m@pool-")
