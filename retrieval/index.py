@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import shutil
 import sqlite3
 import sys
@@ -29,6 +28,7 @@ from hyporag.retrieval.dense_part import build_dense, open_dense
 from hyporag.retrieval.embedder import DEFAULT_EMBEDDER
 from hyporag.retrieval.encoders import encoder_spec
 from hyporag.retrieval.estimate import available_ram, estimate, refuse_if_too_big
+from hyporag.retrieval.index_files import record_files, verify_files
 from hyporag.retrieval.passage_split import MAX_PASSAGE_CHARS, SplitReport, split_long_passages
 from hyporag.retrieval.retriever import Retriever
 from hyporag.retrieval.store import PassageStore
@@ -70,25 +70,6 @@ def _version(package: str) -> str:
         return "absent"
 
 
-def _file_record(path: Path) -> dict[str, Any]:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return {"size": path.stat().st_size, "sha256": digest.hexdigest()}
-
-
-def _record_files(directory: Path, parts: list[str]) -> dict[str, dict]:
-    files: dict[str, dict] = {}
-    for part in parts:
-        target = directory / part
-        paths = sorted(p for p in target.rglob("*") if p.is_file()) if target.is_dir() else [target]
-        for path in paths:
-            if "shards" not in path.parts:
-                files[str(path.relative_to(directory))] = _file_record(path)
-    return files
-
-
 def read_manifest(directory: Path) -> dict[str, Any]:
     path = directory / MANIFEST
     manifest = read_json_object(path, IndexMismatchError, "no index manifest; build it with `hyporag index build`",
@@ -116,13 +97,9 @@ def build_index(corpus: Corpus, directory: Path | None = None, retriever: str = 
     try:
         return _build(corpus, directory, retriever, embedder_name, faiss_kind, max_seq_length, progress, log, force,
                       vectors, max_passage_chars, bm25_engine)
-    except HyporagError:  # given vectors refused: a directory this call created is not left half-built
-        if created and vectors is not None:
+    except BaseException as exc:  # interrupted: what was built stays and resumes; refused vectors: nothing stays
+        if created and (isinstance(exc, HyporagError) and vectors is not None or not any(directory.iterdir())):
             shutil.rmtree(directory, ignore_errors=True)
-        raise
-    except BaseException:  # interrupted: what was built stays, and the same command resumes it
-        if created and not any(directory.iterdir()):
-            directory.rmdir()
         raise
 
 
@@ -223,7 +200,7 @@ def _save(directory: Path, manifest: dict[str, Any]) -> None:
         parts += [f"{DenseIndex.DIRNAME}/faiss-{k}.index" for k in manifest["parts"]["dense"]["faiss"]]
         parts += [f"{DenseIndex.DIRNAME}/faiss-{k}.ivfdata" for k in manifest["parts"]["dense"]["faiss"]
                   if (directory / DenseIndex.DIRNAME / f"faiss-{k}.ivfdata").is_file()]  # a merged shard build's lists
-    manifest["files"] = _record_files(directory, parts)
+    manifest["files"] = record_files(directory, parts)
     write_json_atomic(directory / MANIFEST, manifest)
 
 
@@ -231,41 +208,6 @@ def is_complete(manifest: dict[str, Any]) -> bool:
     """An index a retriever can search: its store and at least one of BM25 and dense finished."""
     parts = manifest.get("parts") or {}
     return "store" in parts and ("bm25" in parts or "dense" in parts)
-
-
-VERIFIED = ".verified.json"
-
-
-def _stat_signature(directory: Path, manifest: dict[str, Any]) -> dict[str, list[int]]:
-    return {rel: [(directory / rel).stat().st_size, (directory / rel).stat().st_mtime_ns] for rel in manifest["files"]}
-
-
-def verify_files(directory: Path, manifest: dict[str, Any], checksums: bool = True) -> None:
-    """Every file the manifest lists exists with its size and sha256: a truncated, corrupted or swapped file is
-    refused. Hashing ~300 MB costs about a second, so a stamp of (size, mtime) per file skips it until a file
-    changes."""
-    for relative, record in manifest.get("files", {}).items():
-        path = directory / relative
-        if not path.is_file():
-            raise IndexMismatchError(f"{path}: index file missing; rebuild with `hyporag index build`")
-        if path.stat().st_size != record["size"]:
-            raise IndexMismatchError(f"{path}: size {path.stat().st_size} != {record['size']} in the manifest "
-                                     "(truncated or replaced); rebuild the index")
-    if not checksums:
-        return
-    stamp = directory / VERIFIED
-    signature = _stat_signature(directory, manifest)
-    try:
-        if json.loads(stamp.read_text()) == {"manifest": manifest.get("built_at"), "files": signature}:
-            return
-    except (OSError, json.JSONDecodeError):
-        pass
-    for relative, record in manifest.get("files", {}).items():
-        if _file_record(directory / relative)["sha256"] != record["sha256"]:
-            raise IndexMismatchError(f"{directory / relative}: checksum differs from the manifest (corrupted); "
-                                     "rebuild the index")
-    with contextlib.suppress(OSError):  # a read-only index is still usable; it is just verified every time
-        write_json_atomic(stamp, {"manifest": manifest.get("built_at"), "files": signature})
 
 
 def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None = None, faiss_kind: str = "flat",
@@ -276,12 +218,13 @@ def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None =
     directory = Path(directory)
     manifest = read_manifest(directory)
     if corpus is not None and manifest.get("corpus_fingerprint") != corpus.fingerprint():
+        # the same corpus edited since: rebuilt in place; another corpus: its own (default) directory
+        where = f" --index-dir {directory}" if manifest.get("corpus_source") == corpus.source else ""
         raise IndexMismatchError(
             f"{directory}: index was built from corpus {manifest.get('corpus')!r} with fingerprint "
             f"{str(manifest.get('corpus_fingerprint'))[:12]}..., which does not match {corpus.spec} "
-            f"({corpus.fingerprint()[:12]}...); build its index with `hyporag index build --corpus {corpus.spec} "
-            f"--index-dir {directory}`"
-        )
+            f"({corpus.fingerprint()[:12]}...); build its index with `hyporag index build --corpus {corpus.spec}"
+            f"{where}`")
     if not is_complete(manifest):
         raise IndexMismatchError(
             f"{directory}: its build stopped before a retriever part finished (parts: "

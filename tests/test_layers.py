@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"signatures": "hyporag.signatures", "programs": "hyporag.programs", "retrieval": "hyporag.retrieval",
            "eval": "hyporag.eval", "optimizers": "hyporag.optimizers", "lm": "hyporag.lm",
            "questions": "hyporag.questions", "reproduction": "hyporag.reproduction", "hyporag": "hyporag"}
-BASE = {"errors", "paths", "atomic", "manifests", "processes", "hub", "judge_labels"}
+BASE = {"errors", "paths", "atomic", "manifests", "processes", "hub", "judge_labels", "redact"}
 RANK = {"base": 0, "lm": 1, "questions": 1, "retrieval": 1, "signatures": 1, "programs": 2, "eval": 3, "optimizers": 4,
         "reproduction": 4, "cli": 5}
 

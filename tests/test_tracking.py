@@ -3,6 +3,7 @@ through MlflowClient: params, metrics, artifacts, status; a killed run resumed i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,9 +27,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def tracking_server(tmp_path_factory):
-    root = tmp_path_factory.mktemp("mlflow")
+@contextlib.contextmanager
+def mlflow_server(root: Path) -> Iterator[tuple[str, subprocess.Popen]]:
+    """A real `mlflow server` on 127.0.0.1 with its store and artifacts under `root`: (its URI, its process)."""
     port = free_port()
     log = (root / "server.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
@@ -46,9 +48,18 @@ def tracking_server(tmp_path_factory):
             proc.kill()
             pytest.fail("mlflow server did not start:\n" + (root / "server.log").read_text()[-2000:])
         time.sleep(0.5)
-    yield uri
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(timeout=30)
+    try:
+        yield uri, proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def tracking_server(tmp_path_factory):
+    with mlflow_server(tmp_path_factory.mktemp("mlflow")) as (uri, _):
+        yield uri
 
 
 def eval_command(tmp_path: Path, server, uri: str, out: Path, questions: int = 3) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import os
 import subprocess
 import urllib.parse
@@ -237,6 +238,9 @@ def _tracked(target: str, artifact_root: str | None, shown: str, job: str, out_d
         raise
     except TrackingLost:
         status = None  # the server is gone: the run stays open, and the resume finishes it
+        # traces still queued would each print a warning after the one line that says what happened
+        logging.getLogger("mlflow").setLevel(logging.CRITICAL)
+        _forget_active_run()
         raise
     finally:
         if autolog:
@@ -249,6 +253,18 @@ def _tracked(target: str, artifact_root: str | None, shown: str, job: str, out_d
                     raise TrackingLost(f"--track {shown}: the MLflow server stopped answering before the run "
                                        "could be closed; the job's results are kept; re-run the same command to "
                                        f"finish its MLflow run ({type(exc).__name__})") from None
+
+
+def _forget_active_run() -> None:
+    """Drop this process's handle on the run without asking the (gone) server, so a later job in the same process
+    (a notebook) can start its own; the server-side run stays RUNNING until a resume finishes it."""
+    with contextlib.suppress(Exception):  # MLflow's own state: best effort, never a second error
+        from mlflow.tracking import fluent
+
+        stack = fluent._active_run_stack.get()
+        if stack:
+            stack.pop()
+        fluent.MLFLOW_RUN_ID.unset()
 
 
 def _start_logging(mlflow, run_id: str, job: str, version: str, tags: dict[str, str] | None) -> None:

@@ -4,6 +4,7 @@ and the project file's per-command tables."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from dspy.utils import DummyLM
@@ -60,6 +61,10 @@ def test_fit_runs_every_stage_and_a_rerun_skips_them(tmp_path, capsys):
     assert optimizer_calls > 0 and not any(q in seen for q in heldout_questions)
     rows = [json.loads(line) for line in (out / "heldout" / "results.jsonl").read_text().splitlines()]
     assert {r["method"] for r in rows} == {"rag", "untuned", "tuned"} and len(rows) == 9
+    assert "2 finished trials" in state["stages"]["tune"]["summary"]  # not "of 3" with a failed or extra trial
+    heldout = json.loads((out / "heldout" / "run.json").read_text())  # what `hyporag view FIT_DIR` needs
+    assert heldout["index_dir"] and (Path(heldout["index_dir"]) / "passages.sqlite").is_file()
+    assert heldout["budget"] == 2 and heldout["retriever"] and heldout["program"]["tuned"]["protocol"]
     assert "endocrinology" in str(lm.history[0]["messages"]) and "medical" not in str(lm.history[0]["messages"])
     report = (out / "report.md").read_text()
     assert "| tuned vs untuned |" in report and "| tune |" in report and (out / "report.json").is_file()
