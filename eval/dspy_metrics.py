@@ -6,14 +6,20 @@ decision-useful; `combined` averages the two. `gepa_feedback` turns both into th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import dspy
 
 from hyporag.errors import ConfigError
 from hyporag.judge_labels import DECISION_USEFUL
+from hyporag.lm.option_probs import decision_measures
+
+LOG_P_FLOOR = -5.0  # as the reports' lead measure (hyporag.eval.decision)
 
 METRICS = ("accuracy", "dur", "combined")
+OBJECTIVES = ("accuracy", "log-p-gold", "margin")
+TIE_BREAK = 1e-3  # accuracy's tie-break weight: the continuous part never outweighs one question right or wrong
 
 
 def accuracy(example: dspy.Example, prediction: dspy.Prediction, trace=None) -> float:
@@ -63,3 +69,30 @@ def gepa_feedback(metric: Callable) -> Callable:
         return dspy.Prediction(score=score, feedback=" ".join(parts))
 
     return feedback_metric
+
+
+def objective_metric(objective: str, metric: Callable) -> Callable:
+    """What an Optuna study maximises: `accuracy` (the metric, with the reader's mean log p_gold, clipped at
+    −5 and scaled to [0, 1], as a tie-break worth at most 0.001 a question), `log-p-gold` (that scaled log p_gold
+    alone) or `margin` (a logistic of log p_gold − the best other option's). A question without option
+    probabilities adds nothing continuous; so a backend without logprobs makes `accuracy` plain accuracy."""
+    if objective not in OBJECTIVES:
+        raise ConfigError(f"unknown objective {objective!r}: use one of {', '.join(OBJECTIVES)}")
+
+    def belief(example: dspy.Example, prediction: dspy.Prediction) -> dict:
+        return decision_measures(getattr(prediction, "option_logprobs", None),
+                                 getattr(prediction, "option_logprob_status", None), example.answer)
+
+    def scaled(log_p: float | None) -> float:
+        return 0.0 if log_p is None else (max(log_p, LOG_P_FLOOR) - LOG_P_FLOOR) / -LOG_P_FLOOR
+
+    def score(example: dspy.Example, prediction: dspy.Prediction, trace=None) -> float:
+        measures = belief(example, prediction)
+        if objective == "log-p-gold":
+            return scaled(measures["log_p_gold"])
+        if objective == "margin":
+            return 0.0 if measures["margin"] is None else 1.0 / (1.0 + math.exp(-measures["margin"]))
+        return metric(example, prediction) + TIE_BREAK * scaled(measures["log_p_gold"])
+
+    score.objective = objective  # type: ignore[attr-defined]
+    return score

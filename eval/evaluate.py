@@ -20,6 +20,7 @@ from hyporag.eval.evidence import option_evidence
 from hyporag.eval.parallel import run_parallel
 from hyporag.eval.row import ResultRow, processed_of
 from hyporag.lm.client import explain_lm_error
+from hyporag.lm.option_probs import decision_measures
 from hyporag.questions.records import question_fingerprint
 
 
@@ -39,6 +40,10 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "parse_failure": bool(getattr(prediction, "parse_failure", False)),
         "answer_reply": getattr(prediction, "answer_reply", None),
         "answer_reasoning": getattr(prediction, "answer_reasoning", None),
+        "option_logprobs": getattr(prediction, "option_logprobs", None),
+        "option_logprob_status": getattr(prediction, "option_logprob_status", None),
+        **decision_measures(getattr(prediction, "option_logprobs", None),
+                            getattr(prediction, "option_logprob_status", None), example.answer),
         "error": error,
         "passage_ids": [p["id"] for p in passages],
         "passage_scores": [round(float(p.get("score", 0.0)), 6) for p in passages],

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hyporag.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from hyporag.errors import HyporagError
+from hyporag.eval import decision
 from hyporag.eval import paper_analyses as analysis
 from hyporag.eval.results_store import ROWS, SETTINGS, latest_rows, read_rows
 from hyporag.eval.summary import format_table, summarize
@@ -21,8 +22,17 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
     durs = analysis.dur(rows)
     paired = analysis.paired_against(rows, "rag")
     evidence = analysis.evidence_rates(rows)
+    means = decision.method_means(rows)
+    margins = decision.paired_measures(rows, "rag", int(settings.get("seed") or 0))
+    lift = decision.context_lift(rows, "cot")
     for s in summary:
         m = s["method"]
+        lead = (margins.get(m) or {}).get(decision.LEAD) or {}
+        s.update({"with_probabilities": (means.get(m) or {}).get("with_probabilities", 0),
+                  "log_p_gold": (means.get(m) or {}).get(decision.LEAD), "p_gold": (means.get(m) or {}).get("p_gold"),
+                  "margin": (means.get(m) or {}).get("margin"), "vs_rag_lead_difference": lead.get("mean"),
+                  "vs_rag_lead_p_value": lead.get("wilcoxon_p"), "lift_over_cot": (lift.get(m) or {}).get("mean"),
+                  "lift_positive": (lift.get(m) or {}).get("positive")})
         s["dur"] = durs.get(m, {}).get("dur")
         s["vs_rag_difference"] = paired.get(m, {}).get("difference")
         s["vs_rag_p_value"] = paired.get(m, {}).get("p_value")
@@ -40,6 +50,8 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
         "cost_by_role": analysis.cost_by_role(rows),
         "mechanism": analysis.mechanism(rows),
         "parse_rules": {m: p.get("parse", "strict") for m, p in (settings.get("program") or {}).items()},
+        "decision": {"lead": decision.LEAD, "log_p_floor": decision.LOG_P_FLOOR, "means": means,
+                     "paired_vs_rag": margins, "lift_over_cot": lift},
     }
 
 
@@ -67,6 +79,7 @@ def markdown(report: dict) -> str:
         lines.append(f"| {s['method']} | {cell(s['dur'])} | {cell(s['vs_rag_difference'], '{:+.3f}')} | "
                      f"{cell(s['vs_rag_p_value'])} | {cell(s['gold_in_context'])} | "
                      f"{cell(s['distractor_in_context'])} |")
+    lines += decision_lines(report)
     if report["utility_conditioned_accuracy"]:
         lines += ["", "| method | label | n | accuracy | Δ vs cot |", "|---|---|---:|---:|---:|"]
         for method, labels in report["utility_conditioned_accuracy"].items():
@@ -102,6 +115,32 @@ def markdown(report: dict) -> str:
                              f"{cell(c.get('processed_tokens'), '{:.0f}')} | {c['output_tokens']:.0f} | "
                              f"{cell(c['seconds'] or None, '{:.1f}')} |")
     return "\n".join(lines) + "\n"
+
+
+def decision_lines(report: dict) -> list[str]:
+    """The decision-margin table: the reader's belief in the gold option, paired against rag (lead measure and
+    accuracy side by side, with the questions 80% power would need) and the lift over cot."""
+    info = report.get("decision") or {}
+    if not any(s.get("with_probabilities") for s in report["methods"]):
+        return ["", "Option probabilities: none in this run (the backend returned no logprobs, or rows predate "
+                "them); margin and lift are shown as –."]
+    paired = info.get("paired_vs_rag") or {}
+    lines = ["", f"| method | rows with probabilities | log p_gold (clipped at {info.get('log_p_floor')}) | p_gold | "
+             "margin | Δ log p_gold vs rag (95% CI) | Wilcoxon p | questions for 80% power: log p_gold / accuracy "
+             "| lift over cot | lift > 0 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in report["methods"]:
+        lead = (paired.get(s["method"]) or {}).get(info.get("lead")) or {}
+        acc = (paired.get(s["method"]) or {}).get("accuracy") or {}
+        interval = (f"{lead['mean']:+.3f} ({lead['ci95_low']:+.2f}–{lead['ci95_high']:+.2f})"
+                    if lead.get("mean") is not None else "–")
+        lines.append(f"| {s['method']} | {s.get('with_probabilities', 0)} of {s['n']} | {cell(s.get('log_p_gold'))} | "
+                     f"{cell(s.get('p_gold'))} | {cell(s.get('margin'))} | {interval} | "
+                     f"{cell(lead.get('wilcoxon_p'))} | {cell(lead.get('n_for_power'), '{:d}')} / "
+                     f"{cell(acc.get('n_for_power'), '{:d}')} | {cell(s.get('lift_over_cot'), '{:+.3f}')} | "
+                     f"{cell(s.get('lift_positive'), '{:.2f}')} |")
+    if not info.get("lift_over_cot"):
+        lines.append("\nLift over cot needs `cot` in the run (the same reader without retrieval).")
+    return lines
 
 
 def to_csv(summary: list[dict]) -> str:

@@ -28,6 +28,14 @@ class ResultRow:
     parse_failure: bool = False
     answer_reply: str | None = None  # the answer field as the LM wrote it (an unparseable one included)
     answer_reasoning: str | None = None  # the reasoning before the choice, when the protocol asks for it
+    # the reader's log-probability per option letter at the letter's token of the answer call (lm.option_probs),
+    # renormalised over the options; status ok / partial / none / unlocated / unparsed; the measures need ok
+    option_logprobs: dict | None = None
+    option_logprob_status: str | None = None
+    log_p_gold: float | None = None
+    p_gold: float | None = None
+    margin: float | None = None  # log p_gold − the best other option's log p: > 0 exactly when gold is the argmax
+    entropy: float | None = None
     fallbacks: dict = field(default_factory=dict)  # kind ("query", "contrast", ...) -> why, or how often
     details: dict = field(default_factory=dict)  # the program's own per-question fields (its row_fields)
     error: str | None = None

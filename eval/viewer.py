@@ -26,7 +26,8 @@ from hyporag.eval.results_store import ROWS
 VIEW = "report.html"
 GENERATOR = '<meta name="generator" content="hyporag view">'
 ROW_FIELDS = ("question_id", "method", "answer", "gold", "correct", "parse_failure", "answer_reply",
-              "answer_reasoning", "error", "passage_ids",
+              "answer_reasoning", "error", "passage_ids", "option_logprobs", "option_logprob_status", "p_gold",
+              "margin", "entropy",
               "passage_scores", "passage_found_by", "queries", "hypothesis", "hypothesis_option", "fallbacks",
               "details", "calls", "input_tokens", "output_tokens", "seconds", "cost_by_role", "gold_in_context",
               "distractor_in_context", "judge_label", "judge_reason")

@@ -119,7 +119,8 @@ class LocalEngine:
     """DSPy custom engine: `complete(Request) -> Response` over an xllamacpp server living in this process."""
 
     supports_response_schema = True
-    supported_params = frozenset({"temperature", "max_tokens", "top_p", "stop", "seed", "response_format"})
+    supported_params = frozenset({"temperature", "max_tokens", "top_p", "stop", "seed", "response_format",
+                                  "logprobs"})
 
     def __init__(self, model_path: str | os.PathLike, n_ctx: int = 8192, threads: int | None = None,
                  max_string_chars: int | None = 320, max_list_items: int = 4, cache_reuse: int = 0,
@@ -171,6 +172,9 @@ class LocalEngine:
             body["stop"] = list(config.stop)
         if config.seed is not None:
             body["seed"] = config.seed
+        if getattr(config, "logprobs", None) is not None:  # the answer letter's alternatives (lm.option_probs)
+            body["logprobs"] = True
+            body["top_logprobs"] = int(config.logprobs) or 1
         schema = _schema_of(config.response_format)
         if schema is not None:
             # llama.cpp compiles the schema to a grammar: output always parses, and (capped) stays short; uncapped,
@@ -202,6 +206,7 @@ class LocalEngine:
             finish_reason=finish,
             usage=Usage(input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
                         cache_read_tokens=cached),
+            logprobs=_token_logprobs(choice) if getattr(request.config, "logprobs", None) is not None else None,
         )
 
     def dump_state(self) -> dict[str, Any]:
@@ -213,3 +218,16 @@ class LocalEngine:
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LocalEngine:
         return cls(**state)
+
+
+def _token_logprobs(choice: dict[str, Any]) -> tuple | None:
+    """llama.cpp's OpenAI-style `logprobs.content` as lm15 token logprobs (None when it returned none)."""
+    from dspy.lm15 import TokenLogprob, TopLogprob
+
+    content = (choice.get("logprobs") or {}).get("content")
+    if not content:
+        return None
+    return tuple(TokenLogprob(token=str(t.get("token", "")), logprob=float(t.get("logprob", 0.0)),
+                              top=tuple(TopLogprob(token=str(a.get("token", "")), logprob=float(a.get("logprob", 0.0)))
+                                        for a in t.get("top_logprobs") or []))
+                 for t in content)

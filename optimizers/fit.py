@@ -39,9 +39,13 @@ class FitPlan:
     max_demos: int = 2
     program_settings: tuple = ()
     questions: str = ""  # fingerprint of the dev set's contents: an edited question or gold is another fit
+    objective: str = "accuracy"  # what the tune stage maximises
 
     def fingerprint(self) -> str:
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode()).hexdigest()[:16]
+        record = asdict(self)
+        if record["objective"] == "accuracy":  # fits from before objectives keep their fingerprint
+            del record["objective"]
+        return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def questions_fingerprint(examples: list) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from hyporag.lm.option_probs import TOP_LOGPROBS, letter_logprobs, wants_logprobs
 from hyporag.programs.protocol import FAST, Protocol, protocol_named
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import AnswerQuestion, format_options, with_letters
@@ -48,20 +49,26 @@ class AnswerStep(dspy.Module):
     def _unparseable(self, options: dict[str, str], reply: str | None, reasoning: str | None = None
                      ) -> dspy.Prediction:
         fallback = MIRAGE_FALLBACK if self.parse == "mirage" and MIRAGE_FALLBACK in options else None
-        return dspy.Prediction(answer=fallback, parse_failure=True, reply=reply, reasoning=reasoning)
+        return dspy.Prediction(answer=fallback, parse_failure=True, reply=reply, reasoning=reasoning,
+                               option_logprobs=None, option_logprob_status="unparsed")
 
     def forward(self, question: str, options: dict[str, str], context: str) -> dspy.Prediction:
         predictor = self.predict.predict if self.reasoning else self.predict
         base = predictor.signature
         signature = with_letters(base, tuple(options))
+        # the reader's alternatives at the letter, from this same call (hyporag.lm.option_probs)
+        asked = wants_logprobs(dspy.settings.lm)
+        extra = {"config": {"logprobs": True, "top_logprobs": TOP_LOGPROBS}} if asked else {}
         try:
             result = predictor(question=question, options=format_options(options), context=context,
-                               signature=signature)
+                               signature=signature, **extra)
         except AdapterParseError as exc:  # the reply is kept: a reader checks why it did not parse
             return self._unparseable(options, str(exc.lm_response)[:4000])
         reasoning = getattr(result, "reasoning", None)
         letter = str(result.answer).strip().upper()[:1]
         if letter not in options:
             return self._unparseable(options, str(result.answer)[:4000], reasoning)
+        probabilities, status = (letter_logprobs(getattr(result, "logprobs", None), list(options), letter)
+                                 if asked else (None, "none"))
         return dspy.Prediction(answer=letter, parse_failure=False, reply=str(result.answer)[:4000],
-                               reasoning=reasoning)
+                               reasoning=reasoning, option_logprobs=probabilities, option_logprob_status=status)

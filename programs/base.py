@@ -138,6 +138,8 @@ class MCQProgram(dspy.Module):
             parse_failure=result.parse_failure,
             answer_reply=getattr(result, "reply", None),  # the answer field as the LM wrote it
             answer_reasoning=getattr(result, "reasoning", None),
+            option_logprobs=getattr(result, "option_logprobs", None),  # the reader's belief over the options
+            option_logprob_status=getattr(result, "option_logprob_status", None),
             passages=[h.to_dict() for h in passages],
             queries=trace.queries,
             hypothesis=trace.hypothesis.to_dict() if trace.hypothesis else None,

@@ -17,7 +17,9 @@ class Served:
     models: list[str]
     model_path: str | None = None
     reply: dict = field(default_factory=lambda: {"answer": "A"})
+    letter_logprobs: dict[str, float] | None = None  # alternatives at the answer letter's token, when asked for
     requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Authorization)
+    bodies: list[dict] = field(default_factory=list)  # each chat completion's request body
     port: int = 0
 
     @property
@@ -26,6 +28,17 @@ class Served:
 
     def base(self, userinfo: str = "") -> str:
         return f"http://{userinfo + '@' if userinfo else ''}127.0.0.1:{self.port}/v1"
+
+
+def _tokens(text: str, letter: str | None, alternatives: dict[str, float]) -> list[dict]:
+    """The reply as tokens, the answer letter one of them with `alternatives` as its top logprobs (as llama.cpp and
+    OpenAI report them: the chosen token's own logprob, then the ranked list)."""
+    at = text.rfind(f'"{letter}"') + 1 if letter else -1
+    pieces = [text[:at], letter, text[at + 1:]] if at > 0 else [text]
+    ranked = sorted(alternatives.items(), key=lambda kv: -kv[1])
+    return [{"token": piece, "logprob": alternatives.get(piece, 0.0) if piece == letter else 0.0, "bytes": None,
+             "top_logprobs": [{"token": t, "logprob": v, "bytes": None} for t, v in ranked] if piece == letter
+             else []} for piece in pieces if piece]
 
 
 def _handler(served: Served):
@@ -51,20 +64,25 @@ def _handler(served: Served):
                 self.send_error(404)
 
         def do_POST(self) -> None:  # noqa: N802
-            self.rfile.read(int(self.headers.get("content-length", 0)))
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
             served.requests.append((self.path, self.headers.get("Authorization")))
+            served.bodies.append(body)
+            choice = {"index": 0, "finish_reason": "stop",
+                      "message": {"role": "assistant", "content": json.dumps(served.reply)}}
+            if body.get("logprobs") and served.letter_logprobs is not None:
+                choice["logprobs"] = {"content": _tokens(json.dumps(served.reply), served.reply.get("answer"),
+                                                         served.letter_logprobs)}
             self._send({"id": "x", "object": "chat.completion", "created": 0, "model": served.models[0],
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": json.dumps(served.reply)}}],
-                        "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}})
+                        "choices": [choice], "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}})
 
     return Handler
 
 
 @contextmanager
-def fake_openai(models: list[str], model_path: str | None = None, reply: dict | None = None) -> Iterator[Served]:
+def fake_openai(models: list[str], model_path: str | None = None, reply: dict | None = None,
+                letter_logprobs: dict[str, float] | None = None) -> Iterator[Served]:
     """A served model for the `with` block: `served.base()` is its /v1 URL."""
-    served = Served(models, model_path, reply or {"answer": "A"})
+    served = Served(models, model_path, reply or {"answer": "A"}, letter_logprobs)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(served))
     served.port = server.server_port
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from hyporag.cli import main
@@ -38,6 +40,9 @@ def test_hcqr_and_chr_end_to_end_with_the_embedded_model(tmp_path):
     assert len(rows) == 4
     for (method, _), row in rows.items():
         assert row["error"] is None and row["answer"] in "ABCD" and len(row["passage_ids"]) == 2
+        # the embedded engine's logprobs at the answer letter: every option's probability, from the same call
+        assert row["option_logprob_status"] == "ok" and set(row["option_logprobs"]) == {"A", "B", "C", "D"}
+        assert abs(sum(math.exp(v) for v in row["option_logprobs"].values()) - 1) < 1e-4
         assert row["calls"] == (3 if method == "hcqr" else 2)
         assert row["retrieval_sees_options"] is True
     assert all(len(r["queries"]) == 3 for (m, _), r in rows.items() if m == "hcqr")

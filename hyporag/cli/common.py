@@ -117,6 +117,9 @@ def add_optimizer_args(parser: argparse.ArgumentParser, what: str) -> None:
         parser.add_argument("--storage", help="journal file path or RDB URL (postgresql://...); default a journal "
                             "file under runs/studies/ (fit: inside --out)")
         parser.add_argument("--modes", help="retriever modes to search, e.g. bm25,dense,hybrid")
+        parser.add_argument("--objective", choices=("accuracy", "log-p-gold", "margin"),
+                            help="what the study maximises: accuracy (default; the reader's mean log p of the "
+                            "correct option breaks ties), log-p-gold, or margin (docs/results/margin.md)")
 
 
 def add_split_args(parser: argparse.ArgumentParser) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from hyporag.builders import artifact_config, build_program, build_retriever, fit_to_context
 from hyporag.errors import HyporagError
+from hyporag.eval.dspy_metrics import objective_metric
 from hyporag.jobs.evaluate import as_roles, shared_setting
 from hyporag.jobs.optimizing import make_metric_for, reflection_lm, tune_modes
 from hyporag.jobs.settings import FitSettings
@@ -52,6 +53,7 @@ def _plan(settings: FitSettings, run: RunConfig, method: str, questions: str):
 
     return FitPlan(method=method, dataset=run.dataset, out=str(settings.out), fractions=tuple(settings.splits),
                    trials=settings.trials, optimizer=settings.optimizer, metric=settings.metric, seed=run.seed,
+                   objective=settings.objective,
                    max_demos=settings.max_demos,
                    program_settings=tuple(sorted((k, json.dumps(v)) for k, v in run.program_settings.items())),
                    questions=questions)
@@ -118,6 +120,7 @@ def _fit(settings: FitSettings, run: RunConfig, roles) -> FitResult:
     by_id = {e.id: e for e in examples}
     train, val, heldout = ([by_id[i] for i in split[k]] for k in ("train", "val", "heldout"))
     metric = make_metric_for(settings.metric, roles)
+    objective = objective_metric(settings.objective, metric)  # the study's; the teleprompter keeps the plain metric
     # on the index opened above (loading a --program through base_program would open it a second time)
     untuned = (load_artifact(run.program, retriever, roles) if run.program
                else build_program(method, run, retriever, roles))
@@ -132,7 +135,7 @@ def _fit(settings: FitSettings, run: RunConfig, roles) -> FitResult:
     def tune() -> dict:
         study = open_study("fit", settings.storage or str(out / "study.journal"), run.seed, out)
         modes = tune_modes(untuned, settings.modes)
-        run_study(study, untuned.config, lambda c: variant(untuned, roles, c), val, metric, modes, settings.trials,
+        run_study(study, untuned.config, lambda c: variant(untuned, roles, c), val, objective, modes, settings.trials,
                   threads=run.threads, log=log, default_mode=getattr(retriever, "mode", None))
         best, program = best_program(study, untuned, roles, modes)
         save_artifact(tuned_dir, program, retriever, roles.specs(), {"optimizer": {"name": "optuna-tpe"}})
@@ -164,7 +167,8 @@ def _fit(settings: FitSettings, run: RunConfig, roles) -> FitResult:
         save_artifact(final_dir, program, retriever, roles.specs(), {
             "optimizer": {"name": f"optuna-tpe+{state.plan.optimizer or 'none'}", "best_params": tuned["best_params"],
                           "teleprompter": compiled.get("settings")},
-            "metric": settings.metric, "splits": {"dataset": run.dataset, "seed": run.seed,
+            "metric": settings.metric, "objective": settings.objective,
+            "splits": {"dataset": run.dataset, "seed": run.seed,
                                                   **{k: len(split[k]) for k in ("train", "val", "heldout")}},
             "validation": {"tuned": tuned["validation"], "compiled": compiled["after"]},
             "cost": {stage: {k: state.done(stage)[k] for k in ("seconds", "lm_calls")} for stage in

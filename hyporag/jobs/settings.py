@@ -17,6 +17,7 @@ from hyporag.programs.config import _base_type
 
 OPTIMIZERS = ("bootstrap", "bootstrap-rs", "mipro", "gepa")
 METRICS = ("accuracy", "dur", "combined")
+OBJECTIVES = ("accuracy", "log-p-gold", "margin")
 AUTO = ("light", "medium", "heavy")
 
 
@@ -125,6 +126,9 @@ class TuneSettings(SplitSettings):
     storage: str | None = None  # journal file or RDB URL; default runs/studies/<study>.journal
     modes: str | None = None  # retriever modes to search, e.g. "bm25,dense"
     heartbeat: int = 10
+    objective: str = "accuracy"  # what the study maximises (eval.dspy_metrics.objective_metric)
+
+    CHOICES: ClassVar[dict[str, tuple]] = {"metric": METRICS, "objective": OBJECTIVES}
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -148,8 +152,10 @@ class FitSettings(JobSettings):
     storage: str | None = None
     modes: str | None = None
     allow_test: bool = False
+    objective: str = "accuracy"  # what the tune stage's study maximises (eval.dspy_metrics.objective_metric)
 
-    CHOICES: ClassVar[dict[str, tuple]] = {"metric": METRICS, "optimizer": OPTIMIZERS, "auto": AUTO}
+    CHOICES: ClassVar[dict[str, tuple]] = {"metric": METRICS, "optimizer": OPTIMIZERS, "auto": AUTO,
+                                           "objective": OBJECTIVES}
 
     def __post_init__(self) -> None:
         super().__post_init__()

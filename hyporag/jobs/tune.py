@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hyporag.builders import artifact_config
+from hyporag.eval.dspy_metrics import objective_metric
 from hyporag.jobs.evaluate import as_roles
 from hyporag.jobs.optimizing import base_program, make_metric_for, optimizer_splits, tune_modes
 from hyporag.jobs.settings import TuneSettings
@@ -63,7 +64,7 @@ def _tune(settings: TuneSettings, run: RunConfig, roles, program, examples) -> T
     roles = as_roles(roles, run)
     study = open_study(settings.study, settings.storage, run.seed, STUDIES, heartbeat=settings.heartbeat)
     _, val, split = optimizer_splits(settings, run, examples)
-    metric = make_metric_for(settings.metric, roles)
+    metric = objective_metric(settings.objective, make_metric_for(settings.metric, roles))
     probe = base_program(settings.method, run, roles, program)
     modes = tune_modes(probe, settings.modes)
     study.set_user_attr("method", probe.method)
@@ -78,7 +79,8 @@ def _tune(settings: TuneSettings, run: RunConfig, roles, program, examples) -> T
         save_artifact(settings.out, tuned, tuned.retriever, roles.specs(), {
             "optimizer": {"name": "optuna-tpe", "study": settings.study, "trials": len(study.trials),
                           "seed": run.seed, "best_params": best.params},
-            "metric": settings.metric, "splits": split, "validation": {"after": best.value},
+            "metric": settings.metric, "objective": settings.objective, "splits": split,
+            "validation": {"after": best.value},
             "cost": {"seconds": round(cost["seconds"], 1), "lm_calls": int(cost["calls"])}})
     return TuneResult(best.value, best.params, best.number, len(study.trials), failed, cost["seconds"],
                       int(cost["calls"]), tuned, Path(settings.out) if settings.out else None,

@@ -1,0 +1,160 @@
+"""The decision margin across a run: how sure the reader was of the gold option under each method, how far each
+method's passages moved that belief from no retrieval (context lift over `cot`), and paired tests on these
+continuous measures beside McNemar on accuracy, each with the questions a test at 80% power would need.
+
+Per row the measures come from the answer call's own option probabilities (`hyporag.lm.option_probs`); a row
+without a complete distribution has none, and is left out of these statistics (its count is reported).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from scipy import stats
+
+from hyporag.eval.row import ResultRow
+
+LOG_P_FLOOR = -5.0  # log p_gold clipped here: a confidently wrong 1.5B gives -10 to -30, a heavy tail that costs power
+LEAD = "log_p_gold_clipped"  # the measure reports lead with (docs/results/margin.md says why)
+POWER = 0.8
+ALPHA = 0.05
+
+
+def _brier(row: ResultRow) -> float | None:
+    if row.option_logprob_status != "ok" or not row.option_logprobs:
+        return None
+    return sum((math.exp(v) - (k == row.gold)) ** 2 for k, v in row.option_logprobs.items())
+
+
+def _rank(row: ResultRow) -> float | None:
+    if row.option_logprob_status != "ok" or not row.option_logprobs or row.gold not in row.option_logprobs:
+        return None
+    return float(1 + sum(v > row.option_logprobs[row.gold] for v in row.option_logprobs.values()))
+
+
+# name -> (value of a row or None, higher is better)
+MEASURES: dict[str, tuple[Callable[[ResultRow], float | None], bool]] = {
+    "log_p_gold_clipped": (lambda r: None if r.log_p_gold is None else max(r.log_p_gold, LOG_P_FLOOR), True),
+    "log_p_gold": (lambda r: r.log_p_gold, True),
+    "margin": (lambda r: r.margin, True),
+    "p_gold": (lambda r: r.p_gold, True),
+    "brier": (_brier, False),
+    "gold_rank": (_rank, False),
+}
+
+
+def _by_method(rows: list[dict]) -> dict[str, dict[str, ResultRow]]:
+    out: dict[str, dict[str, ResultRow]] = {}
+    for row in map(ResultRow.of, rows):
+        if not row.error:
+            out.setdefault(row.method, {})[row.question_id] = row
+    return out
+
+
+def method_means(rows: list[dict]) -> dict[str, dict]:
+    """Per method: rows with a complete distribution, their mean of each measure, and why the others have none."""
+    out = {}
+    for method, qs in _by_method(rows).items():
+        statuses: dict[str, int] = {}
+        for r in qs.values():
+            statuses[r.option_logprob_status or "none"] = statuses.get(r.option_logprob_status or "none", 0) + 1
+        means = {}
+        for name, (value, _) in MEASURES.items():
+            known = [v for r in qs.values() if (v := value(r)) is not None]
+            means[name] = float(np.mean(known)) if known else None
+        out[method] = {"with_probabilities": statuses.get("ok", 0), "statuses": statuses, **means}
+    return out
+
+
+def questions_for_power(differences: np.ndarray) -> int | None:
+    """Questions a two-sided paired test at α = 0.05 needs for 80% power against the observed mean difference and
+    its spread (normal approximation): None when the difference is 0 or cannot be estimated."""
+    if len(differences) < 2 or not np.any(differences):
+        return None
+    mean, sd = float(np.mean(differences)), float(np.std(differences, ddof=1))
+    if mean == 0 or sd == 0:
+        return None
+    z = stats.norm.ppf(1 - ALPHA / 2) + stats.norm.ppf(POWER)
+    return math.ceil((z * sd / mean) ** 2)
+
+
+def questions_for_power_mcnemar(a_only: int, b_only: int, n: int) -> int | None:
+    """Questions McNemar's test needs for 80% power at the observed discordant shares (Connor, 1987)."""
+    if n == 0 or a_only == b_only:
+        return None
+    p10, p01 = a_only / n, b_only / n
+    delta, discordant = p10 - p01, p10 + p01
+    z_a, z_b = stats.norm.ppf(1 - ALPHA / 2), stats.norm.ppf(POWER)
+    return math.ceil((z_a * math.sqrt(discordant) + z_b * math.sqrt(max(discordant - delta ** 2, 0.0))) ** 2
+                     / delta ** 2)
+
+
+def paired_continuous(differences: list[float], seed: int = 0) -> dict:
+    """Mean of paired differences with a seeded bootstrap 95% interval, a Wilcoxon signed-rank p and the questions
+    80% power would need."""
+    d = np.asarray(differences, dtype=float)
+    if len(d) == 0:
+        return {"n": 0, "mean": None, "ci95_low": None, "ci95_high": None, "wilcoxon_p": None, "n_for_power": None}
+    if len(d) > 1 and np.ptp(d) > 0:
+        interval = stats.bootstrap((d,), np.mean, n_resamples=2000, method="percentile",
+                                   rng=np.random.default_rng(seed)).confidence_interval
+        low, high = float(interval.low), float(interval.high)
+    else:
+        low = high = float(d.mean())
+    p = float(stats.wilcoxon(d).pvalue) if np.any(d) and len(d) > 1 else 1.0
+    return {"n": int(len(d)), "mean": float(d.mean()), "ci95_low": low, "ci95_high": high, "wilcoxon_p": p,
+            "n_for_power": questions_for_power(d)}
+
+
+def paired_measures(rows: list[dict], baseline: str = "rag", seed: int = 0) -> dict[str, dict]:
+    """Each method against `baseline` on the questions both answered with complete distributions: every measure's
+    paired statistics (a − baseline; for brier and gold_rank lower is better), and accuracy's power beside them."""
+    grouped = _by_method(rows)
+    if baseline not in grouped:
+        return {}
+    base = grouped[baseline]
+    out = {}
+    for method, qs in grouped.items():
+        if method == baseline:
+            continue
+        shared = sorted(set(qs) & set(base))
+        entry: dict[str, dict] = {}
+        for name, (value, _) in MEASURES.items():
+            pairs = [(a, b) for q in shared if (a := value(qs[q])) is not None and (b := value(base[q])) is not None]
+            entry[name] = paired_continuous([a - b for a, b in pairs], seed)
+        a_only = sum(qs[q].correct and not base[q].correct for q in shared)
+        b_only = sum(base[q].correct and not qs[q].correct for q in shared)
+        entry["accuracy"] = {"n": len(shared), "mean": (a_only - b_only) / len(shared) if shared else None,
+                             "mcnemar_p": float(stats.binomtest(a_only, a_only + b_only).pvalue) if a_only + b_only
+                             else 1.0, "n_for_power": questions_for_power_mcnemar(a_only, b_only, len(shared))}
+        out[method] = entry
+    return out
+
+
+def context_lift(rows: list[dict], reference: str = "cot") -> dict[str, dict]:
+    """Per method: log p_gold with its passages − log p_gold of `reference` (the same reader, no retrieval), per
+    question, on the lead measure (clipped): mean, share of questions it raised, and the mean per judge label
+    (DUR's Entailed / Useful / Not useful) where the context was judged. Empty when `reference` is not in the run."""
+    grouped = _by_method(rows)
+    if reference not in grouped:
+        return {}
+    value = MEASURES[LEAD][0]
+    out = {}
+    for method, qs in grouped.items():
+        if method == reference:
+            continue
+        lifts = {q: a - b for q, r in qs.items() if q in grouped[reference]
+                 and (a := value(r)) is not None and (b := value(grouped[reference][q])) is not None}
+        if not lifts:
+            continue
+        by_label: dict[str, list[float]] = {}
+        for q, lift in lifts.items():
+            if qs[q].judge_label:
+                by_label.setdefault(qs[q].judge_label, []).append(lift)
+        out[method] = {"n": len(lifts), "mean": float(np.mean(list(lifts.values()))),
+                       "positive": sum(v > 0 for v in lifts.values()) / len(lifts),
+                       "by_label": {k: {"n": len(v), "mean": float(np.mean(v))} for k, v in sorted(by_label.items())},
+                       "per_question": {q: round(v, 6) for q, v in lifts.items()}}
+    return out
