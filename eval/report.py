@@ -140,6 +140,11 @@ def decision_lines(report: dict) -> list[str]:
                      f"{cell(s.get('lift_positive'), '{:.2f}')} |")
     if not info.get("lift_over_cot"):
         lines.append("\nLift over cot needs `cot` in the run (the same reader without retrieval).")
+    labelled = {m: e["by_label"] for m, e in (info.get("lift_over_cot") or {}).items() if e.get("by_label")}
+    if labelled:  # the judge's label against the reader's own movement: do they agree?
+        lines += ["", "Mean lift over cot per judge label (n): " + "; ".join(
+            f"{m}: " + ", ".join(f"{label} {v['mean']:+.2f} ({v['n']})" for label, v in by.items())
+            for m, by in labelled.items()) + "."]
     return lines
 
 

@@ -27,6 +27,8 @@ _EXPORTS = {
     "HyDE": "hyporag.programs",
     "Query2DocRAG": "hyporag.programs",
     "make_program": "hyporag.programs",
+    "register_method": "hyporag.programs",
+    "MCQProgram": "hyporag.programs",
     "LMRoles": "hyporag.lm",
     "build_lm": "hyporag.lm",
     "LambdaSchedule": "hyporag.retrieval",

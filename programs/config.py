@@ -52,6 +52,7 @@ class ProgramConfig:
                                           "instructions say it (default: from --domain)")
 
     def __post_init__(self) -> None:
+        self._check_types()
         if not isinstance(self.budget, int) or self.budget < 1:
             raise ConfigError(f"{self.method}: budget must be a whole number of passages >= 1, got {self.budget!r}")
         if self.protocol not in PROTOCOLS:
@@ -62,6 +63,23 @@ class ProgramConfig:
             raise ConfigError(f"{self.method}: unknown parse rule {self.parse!r}: use strict or mirage")
         if self.mode is not None and self.mode not in MODES:
             raise ConfigError(f"{self.method}: unknown retrieval mode {self.mode!r}: use one of {', '.join(MODES)}")
+
+    def _check_types(self) -> None:
+        """Every field holds its declared type (an int may stand for a float), refused in one line naming it: from
+        Python, a project file or a preset alike."""
+        for name, hint in typing.get_type_hints(type(self)).items():
+            if name not in self.__dataclass_fields__:
+                continue
+            value = getattr(self, name)
+            optional = isinstance(hint, types.UnionType) and type(None) in typing.get_args(hint)
+            if value is None and optional:
+                continue
+            kind = _base_type(hint)
+            ok = (isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float
+                  else isinstance(value, int) and not isinstance(value, bool) if kind is int
+                  else isinstance(value, kind) if isinstance(kind, type) else True)
+            if not ok:
+                raise ConfigError(f"{self.method}: {name} must be {getattr(kind, '__name__', kind)}, got {value!r}")
 
     @property
     def rules(self) -> Protocol:

@@ -6,6 +6,7 @@ Ablations are presets of a method's config, not copies of its code; a method is 
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,39 @@ METHODS: dict[str, Method] = {
 }
 PAPER_METHODS = ("cot", "rag", "rerank", "rewrite", "hyde", "q2d", "hcqr", "chr")
 CONFIGS: tuple[type[ProgramConfig], ...] = tuple(dict.fromkeys(m.program.Config for m in METHODS.values()))
+ENTRY_POINTS = "hyporag.methods"  # an installed package's methods: `name = "package.module:ProgramClass"`
+
+
+def register_method(name: str, program: type[MCQProgram], preset: dict[str, Any] | None = None,
+                    replace: bool = False) -> None:
+    """Add a method of your own: an `MCQProgram` subclass (it implements `retrieve`; its `Config` declares its
+    settings and their flags) under `name`, with an optional preset of its config. It then runs wherever a method
+    name is taken: `evaluate`, `fit`, `tune`, `compile`, `view` (docs/adding-a-method.md)."""
+    global CONFIGS
+    if not (isinstance(program, type) and issubclass(program, MCQProgram)):
+        raise ConfigError(f"method {name!r}: {program!r} is not a subclass of hyporag.programs.MCQProgram")
+    if not name or any(c in name for c in ", \t\n"):
+        raise ConfigError(f"method name {name!r}: one word without commas or spaces")
+    if name in METHODS and not replace:
+        raise ConfigError(f"method {name!r} is registered already ({METHODS[name].program.__qualname__}); pass "
+                          "replace=True to replace it")
+    entry = Method(program, dict(preset or {}))
+    program.Config.from_dict(entry.preset, source=f"method {name!r}: preset")  # a bad preset fails here, not later
+    METHODS[name] = entry
+    CONFIGS = tuple(dict.fromkeys((*CONFIGS, program.Config)))
+
+
+def _load_entry_points() -> None:
+    """Methods other installed packages declare under the `hyporag.methods` entry-point group."""
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=ENTRY_POINTS):
+        if point.name in METHODS:
+            continue
+        try:
+            register_method(point.name, point.load())
+        except Exception as exc:  # noqa: BLE001 (one broken plug-in must not take every command down)
+            print(f"hyporag: method {point.name!r} from {point.value} not loaded: {exc}", file=sys.stderr)
 
 
 def method_entry(method: str) -> Method:
@@ -89,3 +123,6 @@ def make_program(method: str, retriever=None, roles=None, config: ProgramConfig 
     program = method_entry(method).program(retriever=retriever, roles=roles, config=config)
     program.method = method
     return program
+
+
+_load_entry_points()

@@ -104,3 +104,26 @@ def test_build_lm_pool_and_plain_lm_keep_their_model_names_apart(tmp_path):
         other = build_lm("openai/m", api_base=[b.base(), a.base(), a.base().replace("/v1", "/v1/")], api_key="k")
     assert one.model.startswith("openai/m@pool-") and one.model != build_lm("openai/m", api_base=a.base()).model
     assert other.model.startswith("openai/m@pool-")
+
+
+class Mine(dspy.Module):
+    """A user's own program: no hyporag base class, no retrieval fields, just an answer letter."""
+
+    def __init__(self):
+        super().__init__()
+        self.predict = dspy.Predict("question, options -> answer")
+
+    def forward(self, question, options):
+        return self.predict(question=question, options=str(options))
+
+
+def test_any_dspy_module_that_answers_a_letter_is_evaluated_as_the_readme_says(tmp_path):
+    import json
+
+    with dspy.context(lm=DummyLM([{"answer": "A"}] * 4)):
+        report = hyporag.evaluate(RunConfig(out=str(tmp_path / "run")), programs={"mine": Mine()},
+                                  examples=[{"question": "Q?", "options": OPTIONS, "answer": "A"},
+                                            {"question": "R?", "options": OPTIONS, "answer": "B"}], progress=False)
+    assert report.accuracy("mine") == 0.5
+    recorded = json.loads((tmp_path / "run" / "run.json").read_text())["program"]["mine"]
+    assert recorded == {"method": "user", "class": "tests.test_notebook_api.Mine"}

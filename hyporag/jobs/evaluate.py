@@ -133,8 +133,8 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
                     "index_fingerprint": getattr(retriever, "fingerprint", None),
                     "bm25_engine": engine_of_retriever(retriever),
                     "index_dir": str(retriever.directory) if getattr(retriever, "directory", None) else None,
-                    "program": {m: p.settings() for m, p in programs.items()},
-                    "effective": {m: p.effective_settings() for m, p in programs.items()},
+                    "program": {m: settings_of(p) for m, p in programs.items()},
+                    "effective": {m: settings_of(p, effective=True) for m, p in programs.items()},
                     "skipped_too_long": planned - len(examples), "context_check": context_check,
                     "code_version": code_version(), **({"shard": shard_record} if shard else {})}
         if tracker:
@@ -202,8 +202,18 @@ def _questions(run: RunConfig, examples: Sequence | None) -> tuple[list, Any, st
     return select_examples(loaded.examples, run.limit, run.seed), loaded.where, loaded.source, len(loaded.examples)
 
 
+def settings_of(program, effective: bool = False) -> dict:
+    """A program's settings for run.json: a hyporag program's own; any other dspy.Module (a user's) is recorded
+    by its class, which is all hyporag can know of it."""
+    read = getattr(program, "effective_settings" if effective else "settings", None)
+    if callable(read):
+        return read()
+    kind = type(program)
+    return {"method": "user", "class": f"{kind.__module__}.{kind.__qualname__}"}
+
+
 def shared_setting(programs: dict, key: str):
     """One setting across the run's programs: its value when they agree, else the value per method."""
-    values = {m: p.settings()[key] for m, p in programs.items()}
+    values = {m: settings_of(p).get(key) for m, p in programs.items()}
     distinct = {json.dumps(v, sort_keys=True) for v in values.values()}
     return next(iter(values.values())) if len(distinct) == 1 else values

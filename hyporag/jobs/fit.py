@@ -18,7 +18,7 @@ from typing import Any
 from hyporag.builders import artifact_config, build_program, build_retriever, fit_to_context
 from hyporag.errors import HyporagError
 from hyporag.eval.dspy_metrics import objective_metric
-from hyporag.jobs.evaluate import as_roles, shared_setting
+from hyporag.jobs.evaluate import as_roles, settings_of, shared_setting
 from hyporag.jobs.optimizing import make_metric_for, reflection_lm, tune_modes
 from hyporag.jobs.settings import FitSettings
 from hyporag.jobs.tracking import metric_name, tracked_job
@@ -188,7 +188,7 @@ def _fit(settings: FitSettings, run: RunConfig, roles) -> FitResult:
                     "index_fingerprint": getattr(retriever, "fingerprint", None),
                     "bm25_engine": engine_of_retriever(retriever),
                     "index_dir": str(retriever.directory) if getattr(retriever, "directory", None) else None,
-                    "program": {m: p.settings() for m, p in programs.items()}, "fit": str(out)}
+                    "program": {m: settings_of(p) for m, p in programs.items()}, "fit": str(out)}
         report = run_evaluation(programs, heldout, out / "heldout", recorded, threads=run.threads)
         accuracy = {s["method"]: s["accuracy"] for s in report["methods"]}
         return {"summary": ", ".join(f"{m} {a:.3f}" for m, a in accuracy.items()) + f" on {len(heldout)} held-out",

@@ -1,0 +1,92 @@
+"""A method of the user's own, written in a file outside hyporag and registered through the public call, runs
+where hyporag's own methods run: evaluate (rows, report, page), tune, and a frozen artifact reloaded."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import pytest
+from dspy.utils import DummyLM
+
+import hyporag
+from hyporag.errors import ConfigError
+from hyporag.lm.client import LMRoles
+from hyporag.programs.registry import METHODS
+from hyporag.run_config import RunConfig
+from tests.conftest import PASSAGES, QUESTIONS, write_jsonl
+
+PLUGIN = '''
+from dataclasses import dataclass
+
+from hyporag.programs import MCQProgram
+from hyporag.programs.config import ProgramConfig, flag
+
+
+@dataclass(frozen=True)
+class TitleFirstConfig(ProgramConfig):
+    title_words: int = flag("--title-words", "title-first: words of the question searched as well", default=3)
+
+
+class TitleFirst(MCQProgram):
+    """Searches the question's first words, then the whole question, and keeps the first list's order."""
+
+    method = "title-first"
+    Config = TitleFirstConfig
+
+    def retrieve(self, question, options, meter, trace):
+        short = " ".join(question.split()[: self.config.title_words])
+        trace.queries += [short, question]
+        seen, hits = set(), []
+        for hit in self.retriever.search(short, self.budget) + self.retriever.search(question, self.budget):
+            if hit.id not in seen:
+                seen.add(hit.id)
+                hits.append(hit)
+        return hits
+'''
+
+
+@pytest.fixture
+def plugin(tmp_path):
+    path = tmp_path / "my_methods.py"
+    path.write_text(PLUGIN)
+    spec = importlib.util.spec_from_file_location("my_methods", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["my_methods"] = module
+    spec.loader.exec_module(module)
+    hyporag.register_method("title-first", module.TitleFirst, {"title_words": 2})
+    yield module
+    METHODS.pop("title-first", None)
+    sys.modules.pop("my_methods", None)
+
+
+def test_a_method_from_outside_runs_in_eval_tune_and_the_viewer(plugin, tmp_path):
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", [{"id": i, "title": t, "contents": c} for i, t, c in PASSAGES])
+    dataset = write_jsonl(tmp_path / "q.jsonl", QUESTIONS * 1)
+    run = RunConfig(dataset=str(dataset), corpus=str(corpus), methods="rag,title-first", out=str(tmp_path / "run"),
+                    program_settings={"budget": 2})
+    roles = LMRoles.from_lms(DummyLM([{"answer": "B"}] * 20))
+    report = hyporag.evaluate(run, roles=roles, progress=False)
+    assert {s["method"] for s in report.methods} == {"rag", "title-first"}
+    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    mine = [r for r in rows if r["method"] == "title-first"]
+    assert len(mine) == 3 and all(len(r["queries"]) == 2 and 1 <= len(r["passage_ids"]) <= 2 for r in mine)
+    settings = json.loads((tmp_path / "run" / "run.json").read_text())["program"]["title-first"]
+    assert settings["title_words"] == 2 and settings["budget"] == 2  # its preset, and the run's budget
+    assert "title-first" in (tmp_path / "run" / "report.html").read_text()
+    tuned = hyporag.tune(hyporag.TuneSettings(method="title-first", trials=2, study="mine",
+                                              storage=str(tmp_path / "s.journal"), out=str(tmp_path / "art")),
+                         run.replace(dataset=str(dataset)), LMRoles.from_lms(DummyLM([{"answer": "B"}] * 40)))
+    assert tuned.trials == 2
+    frozen = hyporag.load_program(tmp_path / "art", roles=LMRoles.from_lms(DummyLM([{"answer": "B"}])))
+    assert type(frozen).__name__ == "TitleFirst"
+
+
+def test_registering_is_checked(plugin):
+    with pytest.raises(ConfigError, match="registered already"):
+        hyporag.register_method("title-first", plugin.TitleFirst)
+    with pytest.raises(ConfigError, match="not a subclass"):
+        hyporag.register_method("other", dict)
+    with pytest.raises(ConfigError, match="title_words must be int"):
+        hyporag.register_method("other", plugin.TitleFirst, {"title_words": "two"})
