@@ -20,10 +20,11 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
     order = {m: i for i, m in enumerate(method_order)}
     summary = sorted(summarize(rows), key=lambda s: order.get(s["method"], 99))
     durs = analysis.dur(rows)
-    paired = analysis.paired_against(rows, "rag")
+    baseline = settings.get("baseline") or "rag"  # the run's setting; older runs compared against rag
+    paired = analysis.paired_against(rows, baseline)
     evidence = analysis.evidence_rates(rows)
     means = decision.method_means(rows)
-    margins = decision.paired_measures(rows, "rag", int(settings.get("seed") or 0))
+    margins = decision.paired_measures(rows, baseline, int(settings.get("seed") or 0))
     lift = decision.context_lift(rows, "cot")
     for s in summary:
         m = s["method"]
@@ -43,7 +44,8 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
         "methods": summary,
         "paired_vs_rag": paired,
         "dur": durs,
-        "dur_paired_vs_rag": analysis.paired_against(rows, "rag", analysis.decision_useful) if durs else {},
+        "dur_paired_vs_rag": analysis.paired_against(rows, baseline, analysis.decision_useful) if durs else {},
+        "baseline": baseline,
         "utility_conditioned_accuracy": analysis.utility_conditioned_accuracy(rows, "cot"),
         "top5_overlap_on_disagreements": analysis.disagreement_overlap(rows, 5),
         "evidence": evidence,
@@ -73,7 +75,7 @@ def markdown(report: dict) -> str:
                          f"{cell(p['accuracy'])} |")
         lines.append("")
     lines += [format_table(report["methods"]), "",
-             "| method | DUR | Δ vs rag | p (McNemar) | gold in ctx | distractor in ctx |",
+             f"| method | DUR | Δ vs {report.get('baseline', 'rag')} | p (McNemar) | gold in ctx | distractor in ctx |",
              "|---|---:|---:|---:|---:|---:|"]
     for s in report["methods"]:
         lines.append(f"| {s['method']} | {cell(s['dur'])} | {cell(s['vs_rag_difference'], '{:+.3f}')} | "
@@ -126,8 +128,9 @@ def decision_lines(report: dict) -> list[str]:
                 "them); margin and lift are shown as –."]
     paired = info.get("paired_vs_rag") or {}
     lines = ["", f"| method | rows with probabilities | log p_gold (clipped at {info.get('log_p_floor')}) | p_gold | "
-             "margin | Δ log p_gold vs rag (95% CI) | Wilcoxon p | questions for 80% power: log p_gold / accuracy "
-             "| lift over cot | lift > 0 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             f"margin | Δ log p_gold vs {report.get('baseline', 'rag')} (95% CI) | Wilcoxon p | questions for 80% "
+             "power: log p_gold / accuracy | lift over cot | lift > 0 |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in report["methods"]:
         lead = (paired.get(s["method"]) or {}).get(info.get("lead")) or {}
         acc = (paired.get(s["method"]) or {}).get("accuracy") or {}

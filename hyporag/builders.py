@@ -112,11 +112,12 @@ def load_frozen(config: RunConfig, roles):
     """Load a frozen artifact on the index it was compiled against (its corpus and index unless --corpus or
     --index-dir say otherwise)."""
     from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest
+    from hyporag.programs.registry import method_entry
 
     manifest = read_artifact_manifest(config.program)
     if config.adapter == "auto":
         roles.use_adapters(manifest.get("adapters"))
-    needs_retrieval = manifest["method"] != "cot"
+    needs_retrieval = method_entry(manifest["method"]).program.uses_retrieval  # the class says, not its name
     return load_artifact(config.program, build_retriever(config, needs_retrieval, manifest["retrieval"]), roles)
 
 

@@ -62,6 +62,7 @@ class RunConfig:
     out: str | None = None
     skip_bad_rows: bool = False
     dur: bool = False
+    baseline: str = "rag"  # the method reports test every other against (paired McNemar, margin)
     debug: bool = False
     track: str | None = None  # an MLflow tracking URI: the job is logged as an MLflow run (hyporag[mlflow])
     program_settings: dict[str, Any] = field(default_factory=dict)

@@ -12,6 +12,7 @@ from typing import Any
 from hyporag.eval.report import cell
 from hyporag.eval.summary import wilson_interval
 from hyporag.judge_labels import LABELS
+from hyporag.programs.registry import METHODS
 from hyporag.reproduction.paper_tables import PaperTable, figures, paper
 
 
@@ -50,7 +51,7 @@ def setting_flags(table: PaperTable, cells: list[Cell], corpus: str) -> tuple[li
         "corpus": corpus,
         "retriever": _distinct([s.get("retriever") for s in settings]),
         "model": _distinct(lms),
-        "budget": _distinct([p.get("budget") for p in programs if p.get("method") != "cot"]),
+        "budget": _distinct([p.get("budget") for p in programs if _retrieves(p.get("method"))]),
         "parse": _distinct([p.get("parse") for p in programs]),
         "protocol": _distinct([p.get("protocol") for p in programs]),
     }
@@ -226,3 +227,8 @@ def markdown(table: PaperTable, cells: list[Cell], corpus: str) -> str:
     lines += ["", "Paper figures: only those we could read and check are stored (reproduction/paper_figures.json, "
               "each with where it is stated); '–' is a cell we do not hold, not a zero."]
     return "\n".join(lines) + "\n"
+
+
+def _retrieves(method: str | None) -> bool:
+    """Whether a recorded method reads passages (its budget means something): asked of its class."""
+    return method in METHODS and METHODS[method].program.uses_retrieval

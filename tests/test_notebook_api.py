@@ -127,3 +127,13 @@ def test_any_dspy_module_that_answers_a_letter_is_evaluated_as_the_readme_says(t
     assert report.accuracy("mine") == 0.5
     recorded = json.loads((tmp_path / "run" / "run.json").read_text())["program"]["mine"]
     assert recorded == {"method": "user", "class": "tests.test_notebook_api.Mine"}
+
+
+def test_the_baseline_reports_compare_against_is_a_setting(tmp_path, tiny_corpus_dir):
+    roles = LMRoles.from_lms(DummyLM([{"answer": "A"}] * 10))
+    report = hyporag.evaluate(RunConfig(methods="cot,rag", baseline="cot", corpus=str(tiny_corpus_dir),
+                                        out=str(tmp_path / "run"), program_settings={"budget": 2}), roles=roles,
+                              examples=[{"question": "Q?", "options": OPTIONS, "answer": "A"}], progress=False)
+    assert report.report["baseline"] == "cot" and set(report.report["paired_vs_rag"]) == {"rag"}
+    assert report.summary("rag")["vs_rag_difference"] == 0.0 and report.summary("cot")["vs_rag_difference"] is None
+    assert "Δ vs cot" in (tmp_path / "run" / "summary.md").read_text()

@@ -22,6 +22,8 @@ def add_parser(sub) -> None:
     ev.add_argument("--program", help="evaluate a frozen artifact directory (its method; --methods is ignored)")
     ev.add_argument("--dur", action="store_const", const=True,
                     help="judge each context (Entailed/Useful/NotUseful) with --judge-lm")
+    ev.add_argument("--baseline", help="the method every other is tested against in the reports (default rag); "
+                    "lift is always over cot, the same reader without retrieval")
     ev.add_argument("--fail-under", action="append", metavar="METHOD=ACC",
                     help="exit 1 when METHOD's accuracy is below ACC (repeatable): a CI gate")
     ev.add_argument("--junit", metavar="PATH", help="write a JUnit XML file, one test case per method")
