@@ -22,8 +22,6 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 K = 15
 BUILD = """
 import json, resource, sys, time

@@ -19,13 +19,11 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.llama_server: the servers the tests start
-
-import hyporag  # noqa: E402
-from hyporag import EvalSettings, RunConfig  # noqa: E402
-from hyporag.eval import read_results  # noqa: E402
-from hyporag.lm import build_lm, engine_of  # noqa: E402
-from tests.llama_server import ALIAS, llama_server  # noqa: E402
+import hyporag
+from hyporag import EvalSettings, RunConfig
+from hyporag.eval import read_results
+from hyporag.lm import build_lm, engine_of
+from hyporag.testing import ALIAS, llama_server
 
 
 def main() -> int:

@@ -81,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         command_path.write_text(" ".join(["python", "bench/speed_ab.py", *(argv if argv is not None else
                                                                            sys.argv[1:])]))
         run(args, variants, methods, rows_path, calib_path)
-    from speed_ab_table import tables  # noqa: E402 - bench/ sibling, kept apart to stay small
+    from speed_ab_table import (
+        tables,  # bench/ sibling (the script's own folder is on sys.path), kept apart to stay small
+    )
 
     command = command_path.read_text() if command_path.is_file() else "?"
     text = tables(read_jsonl(rows_path), read_jsonl(calib_path), variants, methods, command)
@@ -149,5 +151,4 @@ def run(args, variants: list[str], methods: tuple[str, ...], rows_path: Path, ca
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent))
     sys.exit(main())

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.llama_server import free_port
+from hyporag.testing import free_port
 
 
 def server_binaries() -> Path | None:

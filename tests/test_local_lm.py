@@ -7,8 +7,8 @@ import math
 import pytest
 
 from hyporag.cli import main
+from hyporag.testing import SMALL_MODEL
 from tests.conftest import SHARED
-from tests.llama_server import SMALL_MODEL
 
 pytestmark = [pytest.mark.local_lm, pytest.mark.skipif(SHARED is None, reason="needs ../shared/data")]
 

@@ -9,8 +9,8 @@ import pytest
 
 from hyporag.cli import main
 from hyporag.lm.gguf import resolve_model_path
+from hyporag.testing import ALIAS, llama_server
 from tests.conftest import SHARED
-from tests.llama_server import ALIAS, llama_server
 
 pytestmark = [pytest.mark.local_lm, pytest.mark.skipif(SHARED is None, reason="needs ../shared/data")]
 

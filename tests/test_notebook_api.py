@@ -11,8 +11,8 @@ import hyporag
 from hyporag.errors import DataError
 from hyporag.lm.client import LMRoles, build_lm
 from hyporag.run_config import RunConfig
+from hyporag.testing import fake_openai
 from tests.conftest import write_jsonl
-from tests.fake_openai import fake_openai
 
 OPTIONS = {"A": "Pancreas", "B": "Kidney", "C": "Liver"}
 

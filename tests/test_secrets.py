@@ -16,8 +16,8 @@ import pytest
 
 from hyporag.cli import main
 from hyporag.jobs.tracking import TrackingLost, tracked
+from hyporag.testing import fake_openai
 from tests.conftest import PASSAGES, write_jsonl
-from tests.fake_openai import fake_openai
 
 SECRET = "S3cretPW"
 

@@ -14,8 +14,8 @@ import pytest
 
 from hyporag.cli import main
 from hyporag.lm.gguf import DEFAULT_MODEL, resolve_model_path
+from hyporag.testing import ALIAS, SMALL_MODEL, free_port, llama_server
 from tests.conftest import SHARED
-from tests.llama_server import ALIAS, SMALL_MODEL, free_port, llama_server
 
 pytestmark = [pytest.mark.local_lm, pytest.mark.skipif(SHARED is None, reason="needs ../shared/data")]
 

@@ -15,8 +15,8 @@ from contextlib import ExitStack
 import pytest
 
 from hyporag.lm.gguf import resolve_model_path
+from hyporag.testing import ALIAS, SMALL_MODEL, free_port, llama_server
 from tests.conftest import write_jsonl
-from tests.llama_server import ALIAS, SMALL_MODEL, free_port, llama_server
 
 pytestmark = pytest.mark.local_lm
 

@@ -17,7 +17,7 @@ from hyporag.eval import decision
 from hyporag.eval.report import markdown
 from hyporag.lm.option_probs import decision_measures, letter_logprobs
 from hyporag.run_config import RunConfig
-from tests.fake_openai import fake_openai
+from hyporag.testing import fake_openai
 
 QUESTIONS = [{"id": f"q{i}", "question": f"Which organ makes hormone {i}?",
               "options": {"A": "Pancreas", "B": "Kidney", "C": "Liver", "D": "Heart"}, "answer": "AB"[i % 2]}

@@ -11,8 +11,8 @@ import pytest
 
 from hyporag.cli import main
 from hyporag.eval import results_store
+from hyporag.testing import free_port
 from tests.conftest import QUESTIONS, write_jsonl
-from tests.llama_server import free_port
 
 
 def eval_argv(server, dataset, out, *extra):

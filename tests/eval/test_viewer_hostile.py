@@ -127,7 +127,7 @@ def get(port, host=None):
 
 def test_the_served_page_answers_only_loopback_hosts_and_says_why_it_cannot_draw(tiny_retriever, tiny_questions,
                                                                                   tmp_path):
-    from tests.llama_server import free_port
+    from hyporag.testing import free_port
 
     out = small_run(tiny_retriever, tiny_questions, tmp_path / "run")
     port = free_port()
@@ -145,7 +145,7 @@ def test_ctrl_c_on_the_served_page_says_the_runs_are_unchanged(tiny_retriever, t
     import subprocess
     import sys
 
-    from tests.llama_server import free_port
+    from hyporag.testing import free_port
 
     out = small_run(tiny_retriever, tiny_questions, tmp_path / "run")
     port = free_port()

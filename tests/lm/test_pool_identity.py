@@ -9,7 +9,7 @@ import pytest
 
 from hyporag.errors import ModelError
 from hyporag.lm.client import LMRoles, build_lm
-from tests.fake_openai import fake_openai
+from hyporag.testing import fake_openai
 
 
 def test_a_pool_whose_members_serve_different_models_is_refused(tmp_path):

@@ -1,6 +1,6 @@
 """A small OpenAI-compatible server on 127.0.0.1 for unit tests and error paths: it reports the models it serves
 (`/v1/models`, llama.cpp's `/props`), answers every chat completion with one JSON reply, and records each request's
-path and Authorization header. Real-model tests use tests/llama_server.py instead."""
+path and Authorization header. Real-model tests use hyporag.testing.llama_server instead."""
 
 from __future__ import annotations
 
