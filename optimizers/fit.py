@@ -99,14 +99,15 @@ class FitState:
         write_json_atomic(self.path, self.data)
 
 
-def run_stage(state: FitState, stage: str, work: Callable[[], dict], log: Callable[[str], None]) -> dict:
+def run_stage(state: FitState, stage: str, work: Callable[[], dict], log: Callable[[str], None],
+              stages: tuple[str, ...] = STAGES) -> dict:
     """Run `work` unless the stage is already recorded; log one line with its time and LM calls."""
-    number = STAGES.index(stage) + 1
+    number = stages.index(stage) + 1
     previous = state.done(stage)
     if previous is not None:
-        log(f"[{number}/{len(STAGES)}] {stage}: done before ({previous.get('summary', '')}), skipped")
+        log(f"[{number}/{len(stages)}] {stage}: done before ({previous.get('summary', '')}), skipped")
         return previous
-    log(f"[{number}/{len(STAGES)}] {stage} ...")
+    log(f"[{number}/{len(stages)}] {stage} ...")
     meter, started = CostMeter(), time.perf_counter()
     with meter.step(stage):
         result = work()
@@ -114,6 +115,6 @@ def run_stage(state: FitState, stage: str, work: Callable[[], dict], log: Callab
     result = {**result, "seconds": round(time.perf_counter() - started, 1), "lm_calls": int(cost["calls"]),
               "input_tokens": int(cost["input_tokens"]), "output_tokens": int(cost["output_tokens"])}
     state.finish(stage, result)
-    log(f"[{number}/{len(STAGES)}] {stage}: {result.get('summary', 'done')} ({result['seconds']:.0f} s, "
+    log(f"[{number}/{len(stages)}] {stage}: {result.get('summary', 'done')} ({result['seconds']:.0f} s, "
         f"{result['lm_calls']} LM calls)")
     return result

@@ -48,6 +48,7 @@ class MCQProgram(dspy.Module):
     Config: type[ProgramConfig] = ProgramConfig
     uses_retrieval = True
     default_sees_options = False
+    estimated_calls: ClassVar[float] = 2.0  # LM calls a question costs (answer included): fit's cost estimate
     # the program's own per-question fields and their defaults, kept in each result row's `details` by the evaluation
     row_fields: ClassVar[dict[str, Any]] = {}
 

@@ -36,6 +36,7 @@ class CoT(MCQProgram):
     """No retrieval: the answer step alone (the floor every retrieval method must beat)."""
 
     method = "cot"
+    estimated_calls = 1.0
     uses_retrieval = False
 
     def __init__(self, retriever=None, **kwargs):
@@ -46,6 +47,7 @@ class SimpleRAG(MCQProgram):
     """The question (MIRAGE's question-only rule by default) as the query; top-B passages."""
 
     method = "rag"
+    estimated_calls = 1.0
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
         query = self.plain_query(question, options)

@@ -104,6 +104,7 @@ class CHRConfig(ProgramConfig):
 
 class CHR(MCQProgram):
     method = "chr"
+    estimated_calls = 2.0  # H+ and H- in one call, then the answer
     Config = CHRConfig
     default_sees_options = True
 

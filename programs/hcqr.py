@@ -70,6 +70,7 @@ class HCQRConfig(ProgramConfig):
 
 class HCQR(MCQProgram):
     method = "hcqr"
+    estimated_calls = 3.0  # hypothesis, rewrite, answer
     Config = HCQRConfig
     default_sees_options = True
 

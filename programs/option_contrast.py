@@ -43,6 +43,7 @@ class OptionContrastConfig(ProgramConfig):
 
 class OptionContrast(MCQProgram):
     method = "option-contrast"
+    estimated_calls = 1.0  # the answer call only
     Config = OptionContrastConfig
     default_sees_options = True  # its queries are the options: it cannot run question-only
 

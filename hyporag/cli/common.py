@@ -162,7 +162,7 @@ def load_settings(args: argparse.Namespace, job: type[JobSettings] | None = None
             raise ConfigError(f"{origin}: {key} is a setting of {' and '.join(owners)}; put it under "
                               f"[{owners[0]}]")
     table = tables.get(command, {})
-    job_keys = job.field_names() - RUN_FIELDS if job else set()
+    job_keys = (job.field_names() - RUN_FIELDS) | job.OWN if job else set()
     job_part = {k: v for k, v in table.items() if k.replace("-", "_") in job_keys}
     run_part = {k: v for k, v in table.items() if k.replace("-", "_") not in job_keys}
     flags = {k: v for k, v in vars(args).items() if k not in ROUTING and k not in job_keys}

@@ -14,7 +14,14 @@ def add_parser(sub) -> None:
     opt = sub.add_parser("fit", help="index, split, tune, compile, freeze and evaluate a program for a new domain")
     add_model_and_program_args(opt)
     add_run_args(opt, "dev set to split (default medqa-dev); never a test split")
-    opt.add_argument("--method", help="method to fit (implied by --program)")
+    opt.add_argument("--method", help="one method to fit (implied by --program)")
+    opt.add_argument("--methods", help="candidate methods, comma-separated: each tuned on the same split, one chosen "
+                     "on validation by a stated rule and confirmed on held-out (default without --method: "
+                     "rag,hcqr,chr,option-contrast; cot is always measured as the no-retrieval reference)")
+    opt.add_argument("--max-minutes", type=float, help="stop cleanly at the next stage boundary after this long "
+                     "(re-run the same command to resume)")
+    opt.add_argument("--max-calls-per-question", type=float, help="a candidate costing more LM calls per question "
+                     "on validation is not chosen")
     opt.add_argument("--metric", choices=("accuracy", "dur", "combined"), help="default accuracy")
     opt.add_argument("--allow-test", action="store_const", const=True, help="permit fitting on a test split (don't)")
     opt.add_argument("--program", help="start from a frozen artifact directory")
@@ -37,7 +44,9 @@ def _splits(text: str | None) -> tuple[float, ...] | None:
 def run(args: argparse.Namespace) -> int:
     splits = _splits(args.splits)
     args.splits = None  # parsed above: the typed value goes in below
-    config, settings = load_settings(args, FitSettings, {"splits": splits})
+    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip()) if args.methods else None
+    args.methods = None
+    config, settings = load_settings(args, FitSettings, {"splits": splits, "methods": methods})
     if args.skip_prompts:
         settings = settings.replace(optimizer=None)
     result = fit(settings, config)

@@ -28,6 +28,7 @@ from hyporag.builders import (
 from hyporag.errors import HyporagError
 from hyporag.eval.shards import Shard
 from hyporag.jobs.settings import EvalSettings
+from hyporag.jobs.speed import record_speed
 from hyporag.jobs.tracking import code_version, flat_params, report_metrics, tracked
 from hyporag.questions.datasets import load_benchmark
 from hyporag.questions.records import examples_from_python
@@ -148,6 +149,7 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
                                            progress=progress, debug=run.debug)
         finally:  # a run stopped by a dead pool keeps what each endpoint served, for the resume to add to
             endpoints = _record_endpoints(out, roles, earlier)
+        record_speed(roles, report)  # this machine's seconds per call, for the next fit's cost estimate
     except (HyporagError, KeyboardInterrupt) as exc:
         if settings.junit:  # every outcome writes the file: an older one must never stand for this run
             code = 130 if isinstance(exc, KeyboardInterrupt) else exc.exit_code

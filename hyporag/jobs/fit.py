@@ -9,16 +9,15 @@ Each finished stage is recorded in `<out>/fit.json` (optimizers.fit), so a kille
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from hyporag.builders import artifact_config, build_program, build_retriever, fit_to_context
 from hyporag.errors import HyporagError
 from hyporag.eval.dspy_metrics import objective_metric
 from hyporag.jobs.evaluate import as_roles, settings_of, shared_setting
+from hyporag.jobs.fit_candidates import DEFAULT_CANDIDATES, fit_candidates
+from hyporag.jobs.fit_common import fit_plan, fit_questions
+from hyporag.jobs.fit_result import FitResult
 from hyporag.jobs.optimizing import make_metric_for, reflection_lm, tune_modes
 from hyporag.jobs.settings import FitSettings
 from hyporag.jobs.tracking import metric_name, tracked_job
@@ -26,45 +25,14 @@ from hyporag.retrieval.bm25_engines import engine_of_retriever
 from hyporag.run_config import RunConfig
 
 
-@dataclass
-class FitResult:
-    """The fit directory, its stages (fit.json's content) and the frozen artifact."""
-
-    out: Path
-    state: dict[str, Any]
-
-    @property
-    def artifact(self) -> Path:
-        return self.out / "artifact"
-
-    @property
-    def heldout_accuracy(self) -> dict[str, float]:
-        """Accuracy of rag, the untuned and the tuned program on the held-out split."""
-        return self.state["stages"]["evaluate"]["accuracy"]
-
-    def load(self, roles=None, run: RunConfig | None = None):
-        from hyporag.jobs.program import load_program
-
-        return load_program(self.artifact, roles=roles, run=run)
-
-
-def _plan(settings: FitSettings, run: RunConfig, method: str, questions: str):
-    from hyporag.optimizers.fit import FitPlan
-
-    return FitPlan(method=method, dataset=run.dataset, out=str(settings.out), fractions=tuple(settings.splits),
-                   trials=settings.trials, optimizer=settings.optimizer, metric=settings.metric, seed=run.seed,
-                   objective=settings.objective,
-                   max_demos=settings.max_demos,
-                   program_settings=tuple(sorted((k, json.dumps(v)) for k, v in run.program_settings.items())),
-                   questions=questions)
-
-
 def fit(settings: FitSettings, run: RunConfig | None = None, roles=None) -> FitResult:
     """All stages (those finished before are skipped); returns the fit directory and its record. With `run.track`,
     one MLflow run: held-out accuracy per program, the report, the held-out rows and the frozen artifact."""
     run = run or RunConfig()
+    if not settings.method and not run.program and not settings.methods:
+        settings = settings.replace(methods=DEFAULT_CANDIDATES)  # the user does not know which method fits yet
     with tracked_job(run, "fit", settings, settings.out) as tracker:
-        result = _fit(settings, run, roles)
+        result = fit_candidates(settings, run, roles, _fit) if settings.methods else _fit(settings, run, roles)
         if tracker:
             tracker.metrics({metric_name(f"heldout.{m}.accuracy"): a for m, a in result.heldout_accuracy.items()})
             tracker.artifacts(result.out, names=("report.md", "report.json", "fit.json", "accuracy.png"))
@@ -73,7 +41,8 @@ def fit(settings: FitSettings, run: RunConfig | None = None, roles=None) -> FitR
     return result
 
 
-def _fit(settings: FitSettings, run: RunConfig, roles) -> FitResult:
+def _fit(settings: FitSettings, run: RunConfig, roles, through: str = "report") -> FitResult:
+    """One method's stages; `through="freeze"` stops once its artifact is frozen (a candidate of a larger fit)."""
     from hyporag.eval.runner import run_evaluation
     from hyporag.jobs.fit_report import write_fit_report
     from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest, save_artifact
@@ -82,7 +51,6 @@ def _fit(settings: FitSettings, run: RunConfig, roles) -> FitResult:
     from hyporag.optimizers.splits import refuse_test_split
     from hyporag.optimizers.tune import best_program, open_study, run_study, variant
     from hyporag.programs.registry import method_entry
-    from hyporag.questions.datasets import load_benchmark
 
     if not run.dataset or not settings.out:
         raise HyporagError("fit needs --dataset (your dev set) and --out (the artifact directory to write)")
@@ -94,13 +62,8 @@ def _fit(settings: FitSettings, run: RunConfig, roles) -> FitResult:
     roles = as_roles(roles, run)
     uses_retrieval = method_entry(method).program.uses_retrieval
     refuse_test_split(run.dataset, settings.allow_test)
-    loaded = load_benchmark(run.dataset, run.data_dir, skip_bad_rows=run.skip_bad_rows)
-    examples = loaded.examples[: run.limit] if run.limit else loaded.examples
-    out = Path(settings.out)
-    if out.exists() and not out.is_dir():
-        raise HyporagError(f"{out}: is a file, not a directory; give --out a directory")
-    out.mkdir(parents=True, exist_ok=True)
-    state = FitState(out, _plan(settings, run, method, questions_fingerprint(examples)))
+    loaded, examples, out = fit_questions(settings, run)
+    state = FitState(out, fit_plan(settings, run, method, questions_fingerprint(examples)))
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
 
     opened: dict = {}
@@ -176,6 +139,8 @@ def _fit(settings: FitSettings, run: RunConfig, roles) -> FitResult:
         return {"summary": f"frozen to {final_dir}", "artifact": str(final_dir)}
 
     run_stage(state, "freeze", freeze, log)
+    if through == "freeze":
+        return FitResult(out, state.data)
 
     def evaluate_heldout() -> dict:
         frozen = load_artifact(final_dir, retriever, roles)

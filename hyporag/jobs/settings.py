@@ -25,6 +25,7 @@ AUTO = ("light", "medium", "heavy")
 class JobSettings:
     job: ClassVar[str] = "job"
     CHOICES: ClassVar[dict[str, tuple]] = {}
+    OWN: ClassVar[frozenset[str]] = frozenset()  # keys this job takes although RunConfig has a field of that name
 
     def __post_init__(self) -> None:
         for name, allowed in self.CHOICES.items():
@@ -153,9 +154,15 @@ class FitSettings(JobSettings):
     modes: str | None = None
     allow_test: bool = False
     objective: str = "accuracy"  # what the tune stage's study maximises (eval.dspy_metrics.objective_metric)
+    # several candidate methods: each tuned on the same split, one chosen on validation by a stated rule
+    # (optimizers.selection), confirmed on held-out; `method` alone is the one-candidate fit
+    methods: tuple[str, ...] = ()
+    max_minutes: float | None = None  # stop cleanly at a stage boundary once this much time has passed (resumable)
+    max_calls_per_question: float | None = None  # a candidate costing more LM calls per question is not chosen
 
     CHOICES: ClassVar[dict[str, tuple]] = {"metric": METRICS, "optimizer": OPTIMIZERS, "auto": AUTO,
                                            "objective": OBJECTIVES}
+    OWN: ClassVar[frozenset[str]] = frozenset({"methods"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -164,6 +171,14 @@ class FitSettings(JobSettings):
             raise ConfigError(f"fit: splits {self.splits}: give three positive fractions that add up to 1")
         if self.trials < 1:
             raise ConfigError(f"fit: trials must be 1 or more, got {self.trials}")
+        if self.method and self.methods:
+            raise ConfigError("fit: give method (one candidate) or methods (several), not both")
+        if isinstance(self.methods, str) or any(not isinstance(m, str) or not m for m in self.methods):
+            raise ConfigError(f"fit: methods must be a list of method names, got {self.methods!r}")
+        for name in ("max_minutes", "max_calls_per_question"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                raise ConfigError(f"fit: {name} must be a number above 0, got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,220 @@
+"""`hyporag fit --methods rag,hcqr,chr,option-contrast`: which retrieval program to ship for your questions, corpus
+and model, and how sure that is.
+
+Stages (each recorded in `<out>/fit.json`, so a killed fit resumes): candidates (each method's own fit through
+freeze in `<out>/candidates/<method>/`: the same seeded split, tuned numbers, compiled prompts) → validate (every
+candidate and cot on the validation questions; one chosen by the rule in `optimizers.selection`) → evaluate (the
+chosen program, rag, cot and the runner-up on held-out, paired) → freeze (`<out>/artifact`, recording every
+candidate's validation scores and the rule) → report. Before the first LM call the whole job's cost is printed;
+`max_minutes` stops it at a stage boundary.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from hyporag.atomic import write_json_atomic, write_text_atomic
+from hyporag.builders import build_program, build_retriever
+from hyporag.errors import ConfigError, HyporagError
+from hyporag.eval.decision import LEAD
+from hyporag.eval.report import cell
+from hyporag.eval.results_store import read_results
+from hyporag.eval.runner import run_evaluation
+from hyporag.jobs.evaluate import as_roles, settings_of, shared_setting
+from hyporag.jobs.fit_common import fit_plan, fit_questions
+from hyporag.jobs.fit_result import FitResult
+from hyporag.jobs.settings import FitSettings
+from hyporag.jobs.speed import seconds_per_call
+from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest, save_artifact
+from hyporag.optimizers.fit import FitState, questions_fingerprint, run_stage, three_way_split
+from hyporag.optimizers.selection import SelectionRule, select
+from hyporag.optimizers.splits import refuse_test_split
+from hyporag.programs.registry import method_entry
+from hyporag.run_config import RunConfig
+
+DEFAULT_CANDIDATES = ("rag", "hcqr", "chr", "option-contrast")
+STAGES = ("candidates", "validate", "evaluate", "freeze", "report")
+REFERENCE = "cot"  # always measured: the same reader without retrieval
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def cost_estimate(methods: list[str], sizes: dict[str, int], settings: FitSettings, per_call: float | None) -> dict:
+    """LM calls the whole job will make (each method's declared calls per question × questions × passes), and
+    the time at this machine's measured seconds per call for the model, when one was measured before."""
+    calls: dict[str, dict[str, float]] = {}
+    for method in methods:
+        per_question = method_entry(method).program.estimated_calls
+        calls[method] = {"tune": settings.trials * sizes["val"] * per_question,
+                         "compile": 0.0 if settings.optimizer is None else sizes["train"] * per_question,
+                         "validate": sizes["val"] * per_question}
+    most = max(method_entry(m).program.estimated_calls for m in methods)
+    shared = {"validate cot": float(sizes["val"]), "held-out (chosen, rag, cot, runner-up)": sizes["heldout"] * (
+        2 + 2 * most)}
+    total = sum(sum(c.values()) for c in calls.values()) + sum(shared.values())
+    minutes = total * per_call / 60 if per_call else None
+    text = (f"fit plan: {len(methods)} candidates ({', '.join(methods)}) + {REFERENCE} on {sizes['train']} train / "
+            f"{sizes['val']} validation / {sizes['heldout']} held-out questions; {settings.trials} trials each"
+            f"{'' if settings.optimizer is None else f', prompts by {settings.optimizer}'}: about {total:,.0f} LM "
+            "calls (" + ", ".join(f"{m} {sum(c.values()):,.0f}" for m, c in calls.items()) + ", shared "
+            f"{sum(shared.values()):,.0f}); " + (f"about {minutes:,.0f} min at {per_call:.1f} s per call, measured for "
+                                                  "this model on this machine" if minutes is not None else
+                                                  "time unknown until this model has run here once (each stage's time "
+                                                  "is printed as it ends)") + " (cached calls cost nothing)")
+    return {"calls": round(total), "per_candidate": calls, "shared": shared, "minutes": minutes, "text": text}
+
+
+def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callable) -> FitResult:
+    methods = list(dict.fromkeys(settings.methods))
+    for method in methods:  # an unknown candidate is refused before anything is built or called
+        method_entry(method)
+    if run.program:
+        raise ConfigError("fit: --program starts one method's fit; give it with --method, not --methods")
+    if not run.dataset or not settings.out:
+        raise HyporagError("fit needs --dataset (your dev set) and --out (the fit directory to write)")
+    refuse_test_split(run.dataset, settings.allow_test)
+    roles = as_roles(roles, run)
+    _, examples, out = fit_questions(settings, run)
+    plan = fit_plan(settings, run, ",".join(methods), questions_fingerprint(examples))
+    state = FitState(out, plan)
+    parts = three_way_split(examples, plan.fractions, run.seed)
+    estimate = cost_estimate(methods, {k: len(v) for k, v in parts.items()}, settings, seconds_per_call(roles))
+    _log(estimate["text"])
+    state.data["estimate"] = {k: v for k, v in estimate.items() if k != "text"}
+    started = time.monotonic()
+
+    def out_of_time(where: str) -> bool:
+        if settings.max_minutes is None or (time.monotonic() - started) / 60 < settings.max_minutes:
+            return False
+        state.data["stopped"] = f"--max-minutes {settings.max_minutes:g} reached before {where}"
+        write_json_atomic(state.path, state.data)
+        _log(f"fit: stopped: {state.data['stopped']}; re-run the same command to resume")
+        return True
+
+    state.data.pop("stopped", None)
+    for method in methods:
+        if state.done("candidates") is None and out_of_time(f"candidate {method}"):
+            return FitResult(out, state.data)
+        if state.done("candidates") is None:
+            _log(f"fit: candidate {method} ({methods.index(method) + 1} of {len(methods)})")
+            fit_one(settings.replace(method=method, methods=(), out=str(out / "candidates" / method)), run, roles,
+                    through="freeze")
+    run_stage(state, "candidates", lambda: _candidates_record(out, methods), _log, STAGES)
+    split = json.loads((out / "candidates" / methods[0] / "fit.json").read_text(encoding="utf-8"))["stages"]["split"]
+    by_id = {e.id: e for e in examples}
+    val, heldout = ([by_id[i] for i in split[k]] for k in ("val", "heldout"))
+    retriever = build_retriever(run, any(method_entry(m).program.uses_retrieval for m in (*methods, "rag")))
+
+    def frozen(method: str):
+        return load_artifact(out / "candidates" / method / "artifact", retriever, roles)
+
+    def evaluated(programs: dict, questions: list, where: Path) -> list[dict]:
+        recorded = {"dataset": run.dataset, "n": len(questions), "seed": run.seed, "methods": list(programs),
+                    "lms": roles.specs(), "lm_identities": roles.identities(), "adapters": roles.adapters(),
+                    "budget": shared_setting(programs, "budget"), "reasoning": shared_setting(programs, "reasoning"),
+                    "retriever": getattr(retriever, "mode", None),
+                    "index_fingerprint": getattr(retriever, "fingerprint", None),
+                    "index_dir": str(retriever.directory) if getattr(retriever, "directory", None) else None,
+                    "program": {m: settings_of(p) for m, p in programs.items()}, "fit": str(out)}
+        run_evaluation(programs, questions, where, recorded, threads=run.threads, progress=True)
+        return read_results(where)
+
+    rule = SelectionRule(simplest="rag", max_calls_per_question=settings.max_calls_per_question)
+
+    def validate() -> dict:
+        programs = {m: frozen(m) for m in methods}
+        programs[REFERENCE] = build_program(REFERENCE, run, None, roles)
+        chosen = select([r for r in evaluated(programs, val, out / "validation") if r["method"] in methods],
+                        methods, rule, run.seed)
+        return {"summary": f"chosen {chosen['chosen']} (runner-up {chosen['runner_up']}) on {len(val)} validation "
+                           "questions", **chosen}
+
+    if out_of_time("validate"):
+        return FitResult(out, state.data)
+    selection = run_stage(state, "validate", validate, _log, STAGES)
+    chosen, runner_up = selection["chosen"], selection["runner_up"]
+
+    def evaluate_heldout() -> dict:
+        names = list(dict.fromkeys([chosen, "rag", REFERENCE, *([runner_up] if runner_up else [])]))
+        programs = {m: frozen(m) if m in methods else build_program(m, run, retriever if m != REFERENCE else None,
+                                                                      roles) for m in names}
+        rows = evaluated(programs, heldout, out / "heldout")
+        return {"summary": f"held-out {len(heldout)}: " + ", ".join(
+            f"{m} {sum(r['correct'] for r in rows if r['method'] == m) / len(heldout):.3f}" for m in names),
+                "accuracy": {m: sum(r["correct"] for r in rows if r["method"] == m) / len(heldout) for m in names},
+                "confirmation": _confirmation(rows, chosen, run.seed)}
+
+    if out_of_time("evaluate"):
+        return FitResult(out, state.data)
+    run_stage(state, "evaluate", evaluate_heldout, _log, STAGES)
+
+    def freeze() -> dict:
+        program = frozen(chosen)
+        earlier = read_artifact_manifest(out / "candidates" / chosen / "artifact")
+        keep = {k: earlier[k] for k in ("optimizer", "metric", "objective", "splits", "validation", "cost")
+                if k in earlier}
+        record = {"candidates": methods, "chosen": chosen, "runner_up": runner_up, "rule": rule.to_dict(),
+                  "validation": selection["scores"], "verdicts": selection["verdicts"]}
+        save_artifact(out / "artifact", program, retriever, roles.specs(), {**keep, "selection": record})
+        return {"summary": f"{chosen} frozen to {out / 'artifact'}", "artifact": str(out / "artifact")}
+
+    run_stage(state, "freeze", freeze, _log, STAGES)
+    run_stage(state, "report", lambda: _write_report(out, state, methods), _log, STAGES)
+    return FitResult(out, state.data)
+
+
+def _candidates_record(out: Path, methods: list[str]) -> dict:
+    """Each candidate's stages (seconds and LM calls), read from its own fit.json: the cost split."""
+    cost = {}
+    for method in methods:
+        stages = json.loads((out / "candidates" / method / "fit.json").read_text(encoding="utf-8"))["stages"]
+        cost[method] = {name: {"seconds": s.get("seconds", 0), "lm_calls": s.get("lm_calls", 0)}
+                        for name, s in stages.items()}
+    return {"summary": f"{len(methods)} tuned and frozen", "cost": cost}
+
+
+def _confirmation(rows: list[dict], chosen: str, seed: int) -> dict:
+    """Whether held-out agrees with the choice: the chosen program against rag, paired (accuracy and log p(gold))."""
+    from hyporag.eval.decision import paired_measures
+
+    if chosen == "rag":
+        return {"confirms": None, "text": "rag was kept (no candidate beat it beyond chance on validation); held-out "
+                                          "shows how it compares with cot and the runner-up"}
+    paired = paired_measures(rows, "rag", seed).get(chosen) or {}
+    accuracy, lead = paired.get("accuracy") or {}, paired.get(LEAD) or {}
+    confirms = (accuracy.get("mean") or 0) >= 0 and (lead.get("mean") or 0) > 0
+    text = (f"{chosen} against rag on held-out: accuracy {cell(accuracy.get('mean'), '{:+.3f}')} (McNemar p "
+            f"{cell(accuracy.get('mcnemar_p'))}), log p(gold) {cell(lead.get('mean'), '{:+.3f}')} (95% CI "
+            f"{cell(lead.get('ci95_low'), '{:+.3f}')} to {cell(lead.get('ci95_high'), '{:+.3f}')}): "
+            + ("held-out agrees with the choice" if confirms else "held-out does not confirm the choice"))
+    return {"confirms": confirms, "text": text, "paired": paired}
+
+
+def _write_report(out: Path, state: FitState, methods: list[str]) -> dict:
+    stages = state.data["stages"]
+    selection, heldout = stages["validate"], stages["evaluate"]
+    lines = [f"# hyporag fit: {', '.join(methods)} on {state.plan.dataset}", "",
+             f"Rule: {selection['rule']['text']}.", "",
+             "| candidate | validation accuracy | log p(gold) | LM calls/q | verdict |", "|---|---:|---:|---:|---|"]
+    for method in selection["ranking"]:
+        s = selection["scores"][method]
+        lines.append(f"| {method}{' (chosen)' if method == selection['chosen'] else ''} | {s['accuracy']:.3f} | "
+                     f"{cell(s['log_p_gold'])} | {s['calls_per_q']:.2f} | {selection['verdicts'][method]} |")
+    lines += ["", "| held-out | accuracy |", "|---|---:|"]
+    lines += [f"| {m} | {a:.3f} |" for m, a in heldout["accuracy"].items()]
+    lines += ["", heldout["confirmation"]["text"] + ".", "",
+              "| candidate | stage | seconds | LM calls |", "|---|---|---:|---:|"]
+    for method, cost in stages["candidates"]["cost"].items():
+        lines += [f"| {method} | {name} | {c['seconds']:.0f} | {c['lm_calls']} |" for name, c in cost.items()]
+    lines += [f"| (all) | {name} | {s['seconds']:.0f} | {s['lm_calls']} |" for name, s in stages.items()
+              if name in ("validate", "evaluate")]
+    write_text_atomic(out / "report.md", "\n".join(lines) + "\n")
+    write_json_atomic(out / "report.json", {"plan": state.data["plan"], "estimate": state.data.get("estimate"),
+                                            "stages": stages})
+    return {"summary": f"report.md ({selection['chosen']} chosen)"}

@@ -1,0 +1,120 @@
+"""`hyporag fit --methods`: candidates tuned on one split, one chosen on validation by the stated rule (a tie keeps
+rag; a candidate that wins beyond chance replaces it), confirmed on held-out, frozen with the evidence; resumable
+after a kill between candidates; the whole job's cost printed before any LM call; an unknown candidate refused."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import hyporag
+from hyporag import FitSettings, RunConfig, fit
+from hyporag.errors import ConfigError
+from hyporag.lm.client import LMRoles
+from hyporag.programs import MCQProgram
+from hyporag.programs.registry import METHODS
+from hyporag.retrieval.hit import Hit
+from tests.conftest import PASSAGES, write_jsonl
+from tests.optimizers.test_fit import REPLIES, SharedDummyLM
+
+
+def gold(i: int) -> str:
+    return "A" if i % 3 else "B"
+
+
+def project(tmp_path, n: int, **settings):
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", [{"id": i, "title": t, "contents": c} for i, t, c in PASSAGES])
+    dataset = write_jsonl(tmp_path / "dev.jsonl", [
+        {"id": f"q{i}", "question": f"Which cells secrete hormone {i}?", "options": {"A": "Beta cells",
+                                                                                     "B": "Alpha cells"},
+         "answer": gold(i)} for i in range(n)])
+    run = RunConfig(dataset=str(dataset), corpus=str(corpus), program_settings={"budget": 2})
+    return FitSettings(out=str(tmp_path / "fit"), trials=1, optimizer=None, **settings), run
+
+
+class Oracle(MCQProgram):
+    """A candidate built to win: its one passage tells the (dummy) reader the gold letter."""
+
+    method = "oracle"
+    estimated_calls = 1.0
+
+    def retrieve(self, question, options, meter, trace):
+        letter = gold(int(re.search(r"hormone (\d+)", question).group(1)))
+        return [Hit(id=f"oracle-{letter}", title="oracle", contents=f"ORACLE-SAYS-{letter}", score=1.0)]
+
+
+@pytest.fixture
+def oracle():
+    hyporag.register_method("oracle", Oracle)
+    yield
+    METHODS.pop("oracle", None)
+
+
+def replies() -> dict:
+    return {"ORACLE-SAYS-A": {"answer": "A"}, "ORACLE-SAYS-B": {"answer": "B"}, **REPLIES}
+
+
+def test_a_tie_keeps_the_simpler_program_and_the_artifact_says_why(tmp_path, capsys):
+    settings, run = project(tmp_path, 12, methods=("rag", "chr"))
+    result = fit(settings, run, LMRoles.from_lms(SharedDummyLM(replies())))
+    assert result.state["stages"]["validate"]["chosen"] == "rag"  # chr answers as rag does: no reason to pay more
+    manifest = json.loads((result.artifact / "manifest.json").read_text())
+    assert manifest["method"] == "rag" and manifest["selection"]["candidates"] == ["rag", "chr"]
+    assert "McNemar p < 0.1" in manifest["selection"]["rule"]["text"]
+    report = (result.out / "report.md").read_text()
+    assert "Rule:" in report and "rag was kept" in report and "| chr | tune |" in report
+    assert set(result.heldout_accuracy) == {"rag", "cot", "chr"}
+    assert hyporag.load_program(result.artifact, roles=LMRoles.from_lms(SharedDummyLM(replies()))).method == "rag"
+
+
+def test_a_candidate_that_wins_beyond_chance_replaces_rag(tmp_path, oracle):
+    settings, run = project(tmp_path, 60, methods=("rag", "oracle"))
+    result = fit(settings, run, LMRoles.from_lms(SharedDummyLM(replies())))
+    selection = result.state["stages"]["validate"]
+    assert selection["chosen"] == "oracle" and selection["scores"]["oracle"]["accuracy"] == 1.0
+    assert selection["verdicts"]["oracle"] == "beats the simplest beyond chance"
+    assert result.heldout_accuracy["oracle"] == 1.0 > result.heldout_accuracy["rag"]
+    assert json.loads((result.artifact / "manifest.json").read_text())["method"] == "oracle"
+
+
+def test_a_fit_killed_between_candidates_resumes_where_it_stopped(tmp_path, monkeypatch):
+    import hyporag.jobs.fit as fit_module
+
+    settings, run = project(tmp_path, 12, methods=("rag", "chr"))
+    real = fit_module._fit
+
+    def killed_on_chr(one, *args, **kwargs):
+        if one.method == "chr":
+            raise KeyboardInterrupt
+        return real(one, *args, **kwargs)
+
+    monkeypatch.setattr(fit_module, "_fit", killed_on_chr)
+    with pytest.raises(KeyboardInterrupt):
+        fit(settings, run, LMRoles.from_lms(SharedDummyLM(replies())))
+    assert (tmp_path / "fit" / "candidates" / "rag" / "artifact" / "manifest.json").is_file()
+    rag_record = (tmp_path / "fit" / "candidates" / "rag" / "fit.json").read_bytes()
+    monkeypatch.setattr(fit_module, "_fit", real)
+    result = fit(settings, run, LMRoles.from_lms(SharedDummyLM(replies())))
+    assert result.state["stages"]["report"] and result.state["stages"]["validate"]["chosen"] == "rag"
+    assert (tmp_path / "fit" / "candidates" / "rag" / "fit.json").read_bytes() == rag_record  # not redone
+    assert (tmp_path / "fit" / "candidates" / "chr" / "artifact" / "manifest.json").is_file()
+
+
+def test_the_cost_is_printed_before_any_call_and_an_unknown_candidate_is_refused(tmp_path, capsys):
+    class Refusing(SharedDummyLM):
+        def forward(self, *args, **kwargs):
+            raise RuntimeError("no call was expected yet")
+
+    settings, run = project(tmp_path, 12, methods=("rag", "nope"))
+    lm = SharedDummyLM(replies())
+    with pytest.raises(ConfigError, match="unknown method 'nope'"):
+        fit(settings, run, LMRoles.from_lms(lm))
+    assert not lm.history and not (tmp_path / "fit").exists()
+    settings, run = project(tmp_path, 12, methods=("rag", "chr"))
+    with pytest.raises(Exception, match="no call was expected yet|errored"):
+        fit(settings, run, LMRoles.from_lms(Refusing(replies())))
+    err = capsys.readouterr().err
+    assert err.index("fit plan: 2 candidates (rag, chr)") < err.index("[1/7] index")
+    assert re.search(r"about [\d,]+ LM calls \(rag [\d,]+, chr [\d,]+, shared [\d,]+\)", err)
