@@ -95,6 +95,7 @@ def build_lm(spec: str, api_base: str | Sequence[str] | None = None, api_key: st
             identity = {**identity, "speculative": mode.label}
         lm = dspy.LM(model, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache)
         lm._hyporag_identity = identity
+        register(lm.model, "", identity)  # its calls go to hyporag's cache, never the user's own
         return lm
     if "/" not in spec:
         raise ModelError(f"LM {spec!r}: use a DSPy/LiteLLM model string like 'openai/gpt-4o-mini' or 'local:<alias>'")
