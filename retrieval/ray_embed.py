@@ -10,7 +10,12 @@ arrived exactly once.
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import sys
+import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -74,16 +79,56 @@ def reachable(address: str, seconds: float = CONNECT_SECONDS) -> None:
                            "is `ray start --head` running there?") from None
 
 
+JOIN_SECONDS = 60.0
+
+
+def _join_bounded(ray, address: str) -> BaseException | None:
+    """ray.init in a helper thread, waited for here: Ray's join blocks in C++ for many minutes where nothing answers
+    as a Ray cluster, and a signal cannot reach Python meanwhile. Returns its exception, or TimeoutError. SIGTERM
+    while waiting ends the process at once with one line (a CI job with a wrong address stops when told to)."""
+    outcome: dict[str, BaseException | None] = {}
+
+    def join() -> None:
+        try:
+            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+            outcome["error"] = None
+        except BaseException as exc:  # noqa: BLE001 (handed to the caller, which says what it means)
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=join, name="hyporag-ray-join", daemon=True)
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _stop_joining) if on_main else None
+    try:
+        thread.start()
+        deadline = time.monotonic() + JOIN_SECONDS
+        while thread.is_alive() and time.monotonic() < deadline:
+            thread.join(0.2)
+    finally:
+        if on_main:
+            signal.signal(signal.SIGTERM, previous)
+    return outcome["error"] if "error" in outcome else TimeoutError()
+
+
+def _stop_joining(signum: int, frame) -> None:
+    print("hyporag: embed: stopped (SIGTERM) while joining the Ray cluster; no shard was written", file=sys.stderr,
+          flush=True)
+    os._exit(128 + signum)  # Ray's join thread cannot be stopped from Python: leave now
+
+
 def connect(address: str, log: Callable[[str], None]) -> dict[str, float]:
     """Join the cluster at `address` ("auto", "ray://host:10001" or "host:6379"); returns its resources."""
     ray = import_ray()
     if not ray.is_initialized():
         reachable(address)
-        try:
-            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-        except (ConnectionError, RuntimeError, ValueError) as exc:
+        exc = _join_bounded(ray, address)
+        if isinstance(exc, TimeoutError):
+            raise HyporagError(f"--ray {address}: something answers there, but no Ray cluster joined within "
+                               f"{JOIN_SECONDS:g} s; is it the head's GCS port (6379, or ray://host:10001)?")
+        if isinstance(exc, (ConnectionError, RuntimeError, ValueError)):
             raise HyporagError(f"--ray {address}: cannot join the Ray cluster ({str(exc).splitlines()[0][:200]}); "
                                "is `ray start --head` running there?") from None
+        if exc is not None:
+            raise exc
     resources = ray.cluster_resources()
     log(f"ray: joined {address} ({int(resources.get('CPU', 0))} CPUs, {int(resources.get('GPU', 0))} GPUs)")
     return resources

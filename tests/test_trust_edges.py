@@ -101,3 +101,27 @@ def test_ask_prints_no_control_sequence_from_a_passage(tmp_path, capsys, monkeyp
                      *extra]) == 0
         out = capsys.readouterr().out
         assert "evil" in out and not any(c in out for c in "\x1b\x07\x9b")
+
+
+def test_embed_joining_something_that_is_not_ray_stops_on_sigterm(tmp_path):
+    """A port that accepts and says nothing passes the reachability probe; Ray's join then blocks in C++, where no
+    signal reaches Python. The job waits for it in a helper thread and honours SIGTERM with one line."""
+    import signal
+    import socket
+
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'hyporag[ray]')")
+    corpus = write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "title": "t", "contents": "x y z"}])
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(5)
+        proc = subprocess.Popen([sys.executable, "-m", "hyporag.cli", "embed", "--corpus", str(corpus), "--embedder",
+                                 "hashing-64", "--out", str(tmp_path / "v"), "--ray",
+                                 f"127.0.0.1:{silent.getsockname()[1]}"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(8)
+        assert proc.poll() is None  # still joining
+        proc.send_signal(signal.SIGTERM)
+        started = time.perf_counter()
+        _, err = proc.communicate(timeout=30)
+    assert time.perf_counter() - started < 10 and proc.returncode == 128 + signal.SIGTERM
+    assert "stopped (SIGTERM) while joining the Ray cluster" in err.strip().splitlines()[-1]
