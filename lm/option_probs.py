@@ -24,6 +24,8 @@ _STRIP = " \t\n\r\"'`*.:,;()[]{}"
 def wants_logprobs(lm: Any) -> bool:
     """Backends known to return token logprobs for chat completions: the embedded engine, any OpenAI-compatible
     server (`api_base`, a pool), and OpenAI's own models. Others (Anthropic, DummyLM) are not asked."""
+    if getattr(lm, "_hyporag_refuses_logprobs", False):  # it answered 400 to a request for them once already
+        return False
     model = str(getattr(lm, "model", ""))
     kwargs = getattr(lm, "kwargs", None) or {}
     return (model.startswith("local/") or bool(kwargs.get("api_base")) or bool(getattr(lm, "_hyporag_endpoints", None))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 import dspy
@@ -60,8 +61,17 @@ class AnswerStep(dspy.Module):
         asked = wants_logprobs(dspy.settings.lm)
         extra = {"config": {"logprobs": True, "top_logprobs": TOP_LOGPROBS}} if asked else {}
         try:
-            result = predictor(question=question, options=format_options(options), context=context,
-                               signature=signature, **extra)
+            try:
+                result = predictor(question=question, options=format_options(options), context=context,
+                                   signature=signature, **extra)
+            except Exception as exc:  # a model that refuses logprobs (some hosted reasoning models): ask without
+                if not asked or "logprob" not in str(exc).lower():
+                    raise
+                asked, extra = False, {}
+                with contextlib.suppress(AttributeError):  # remembered: later questions do not ask again
+                    dspy.settings.lm._hyporag_refuses_logprobs = True
+                result = predictor(question=question, options=format_options(options), context=context,
+                                   signature=signature)
         except AdapterParseError as exc:  # the reply is kept: a reader checks why it did not parse
             return self._unparseable(options, str(exc.lm_response)[:4000])
         reasoning = getattr(result, "reasoning", None)

@@ -18,6 +18,7 @@ class Served:
     model_path: str | None = None
     reply: dict = field(default_factory=lambda: {"answer": "A"})
     letter_logprobs: dict[str, float] | None = None  # alternatives at the answer letter's token, when asked for
+    refuse_logprobs: bool = False  # answer 400 to a request that asks for logprobs (some hosted models do)
     requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Authorization)
     bodies: list[dict] = field(default_factory=list)  # each chat completion's request body
     port: int = 0
@@ -67,6 +68,15 @@ def _handler(served: Served):
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
             served.requests.append((self.path, self.headers.get("Authorization")))
             served.bodies.append(body)
+            if body.get("logprobs") and served.refuse_logprobs:
+                data = json.dumps({"error": {"message": "logprobs is not supported with this model",
+                                             "type": "invalid_request_error"}}).encode()
+                self.send_response(400)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
             choice = {"index": 0, "finish_reason": "stop",
                       "message": {"role": "assistant", "content": json.dumps(served.reply)}}
             if body.get("logprobs") and served.letter_logprobs is not None:

@@ -56,6 +56,16 @@ def test_a_backend_without_logprobs_records_that_and_reports_a_dash(tmp_path):
     assert "Option probabilities: none in this run" in markdown(report.report)
 
 
+def test_a_model_that_refuses_logprobs_is_asked_again_without_them(tmp_path):
+    with fake_openai(["m"]) as server:
+        server.refuse_logprobs = True
+        report = evaluate(server.base(), tmp_path / "run")
+        assert server.completions == len(QUESTIONS) + 1  # refused once, then never asked for them again
+    rows = hyporag.eval.results_store.read_results(tmp_path / "run")
+    assert all(r["error"] is None and r["answer"] == "A" for r in rows) and report.accuracy("cot") == 0.5
+    assert {r["option_logprob_status"] for r in rows} == {"none"}
+
+
 def test_a_cached_answer_keeps_its_logprobs(tmp_path):
     dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=False, disk_cache_dir=str(tmp_path / "c"))
     with fake_openai(["m"], letter_logprobs=BELIEF) as server:
