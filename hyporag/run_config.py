@@ -10,12 +10,15 @@ method (`budget`, `lam`, `per_query_k`, `domain`, ...); a table may also hold it
 from __future__ import annotations
 
 import dataclasses
+import os
 import tomllib
+import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from hyporag.errors import ConfigError
+from hyporag.programs.config import _base_type
 
 PROJECT_FILE = "hyporag.toml"
 DEFAULT_CORPUS = "medcorp-local"
@@ -68,6 +71,25 @@ class RunConfig:
     program_settings: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # setting -> where it came from (flag, file, default)
 
+    def __post_init__(self) -> None:
+        """Settings given in Python are checked as a project file's are: one line naming the field, never a raw
+        TypeError later. A path may be a Path, `methods` a list, the endpoint lists tuples."""
+        if isinstance(self.methods, (list, tuple)):
+            object.__setattr__(self, "methods", ",".join(map(str, self.methods)))
+        for name, hint in typing.get_type_hints(RunConfig).items():
+            value = getattr(self, name)
+            kind = _base_type(hint)
+            if kind is str and isinstance(value, os.PathLike):
+                object.__setattr__(self, name, value := os.fspath(value))
+            if kind is list and isinstance(value, tuple):
+                object.__setattr__(self, name, value := list(value))
+            if value is not None:
+                _check_type("RunConfig", name, value, kind)
+        for name in ("limit", "threads"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"RunConfig: {name} must be 1 or more, got {value}")
+
     @property
     def protocol(self):
         """The protocol the run's programs (a frozen --program's own, once `artifact_config` applied it) run under."""
@@ -115,9 +137,6 @@ def read_project_file(path: Path | None) -> tuple[dict[str, Any], str | None]:
 
 def _field_types() -> dict[str, type]:
     """The base type of every run and program setting (int for `int | None`), to check a project file's values."""
-    import typing
-
-    from hyporag.programs.config import _base_type
     from hyporag.programs.registry import CONFIGS
 
     out: dict[str, type] = {}
@@ -130,7 +149,9 @@ def _field_types() -> dict[str, type]:
 
 
 def where(origin: str, key: str) -> str:
-    """Where a setting came from, as a user would look for it: `--budget`, or `hyporag.toml: budget`."""
+    """Where a setting came from, as a user would look for it: `--budget`, `hyporag.toml: budget`, `RunConfig.x`."""
+    if origin == "RunConfig":
+        return f"RunConfig.{key}"
     return f"--{key.replace('_', '-')}" if origin == "command line" else f"{origin}: {key}"
 
 

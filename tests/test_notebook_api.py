@@ -137,3 +137,15 @@ def test_the_baseline_reports_compare_against_is_a_setting(tmp_path, tiny_corpus
     assert report.report["baseline"] == "cot" and set(report.report["paired_vs_rag"]) == {"rag"}
     assert report.summary("rag")["vs_rag_difference"] == 0.0 and report.summary("cot")["vs_rag_difference"] is None
     assert "Δ vs cot" in (tmp_path / "run" / "summary.md").read_text()
+
+
+def test_run_settings_from_python_are_checked_as_a_project_files_are(tmp_path):
+    from pathlib import Path
+
+    from hyporag.errors import ConfigError
+
+    assert RunConfig(methods=["cot", "rag"], out=Path(tmp_path)).method_list == ["cot", "rag"]
+    for bad, message in ((dict(limit="2"), r"RunConfig.limit: must be a whole number, got '2'"),
+                         (dict(limit=0), "limit must be 1 or more"), (dict(dur="yes"), "RunConfig.dur: must be true")):
+        with pytest.raises(ConfigError, match=message):
+            RunConfig(**bad)
