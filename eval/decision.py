@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
+from hyporag.eval.paper_analyses import _by_method as by_method
 from hyporag.eval.row import ResultRow
 
 LOG_P_FLOOR = -5.0  # log p_gold clipped here: a confidently wrong 1.5B gives -10 to -30, a heavy tail that costs power
@@ -46,11 +47,8 @@ MEASURES: dict[str, tuple[Callable[[ResultRow], float | None], bool]] = {
 
 
 def _by_method(rows: list[dict]) -> dict[str, dict[str, ResultRow]]:
-    out: dict[str, dict[str, ResultRow]] = {}
-    for row in map(ResultRow.of, rows):
-        if not row.error:
-            out.setdefault(row.method, {})[row.question_id] = row
-    return out
+    """Rows by method and question, errored ones left out (they hold no distribution)."""
+    return by_method([r for r in rows if not r.get("error")])
 
 
 def method_means(rows: list[dict]) -> dict[str, dict]:

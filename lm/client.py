@@ -44,17 +44,14 @@ def identity_of(lm: dspy.BaseLM) -> dict[str, Any]:
     return getattr(lm, "_hyporag_identity", None) or {"kind": "model-string", "model": str(getattr(lm, "model", lm))}
 
 ROLES = ("hypothesis", "answer", "judge")
-_CACHE_CONFIGURED = False
 
 
 def configure_cache(directory: str | os.PathLike | None = None, enabled: bool = True) -> Path:
     """DSPy's disk cache under the project cache dir, so an identical re-run costs no LM calls."""
     from hyporag.lm.model_identity import configure_identity_cache
 
-    global _CACHE_CONFIGURED
     path = Path(directory) if directory else cache_dir("dspy")
     configure_identity_cache(enable_disk_cache=enabled, enable_memory_cache=enabled, disk_cache_dir=str(path))
-    _CACHE_CONFIGURED = True
     return path
 
 
@@ -99,9 +96,7 @@ def build_lm(spec: str, api_base: str | Sequence[str] | None = None, api_key: st
         return lm
     if "/" not in spec:
         raise ModelError(f"LM {spec!r}: use a DSPy/LiteLLM model string like 'openai/gpt-4o-mini' or 'local:<alias>'")
-    # DSPy fetches LiteLLM's price map from the web on first use and warns when it cannot; the bundled snapshot
-    # is what an offline or firewalled run gets anyway (LITELLM_LOCAL_MODEL_COST_MAP=false restores the fetch)
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "true")
+    # LiteLLM's bundled price map, not a fetch from the web: set on `import hyporag` (hyporag/__init__.py)
     kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "cache": cache,
                               "num_retries": num_retries, "timeout": timeout or default_timeout(api_base)}
     if api_base:  # a user and password in the URL travel as basic auth: never as a host name, never recorded

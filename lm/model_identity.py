@@ -144,9 +144,12 @@ _SCOPE: dict[str, Any] = {"depth": 0, "saved": None, "router": None}
 def configure_identity_cache(enable_disk_cache: bool, enable_memory_cache: bool, disk_cache_dir: str) -> None:
     """Hyporag's own cache: used only for requests of LMs hyporag built and registered, never made `dspy.cache`."""
     with _LOCK:
-        _OURS["cache"] = ModelIdentityCache(enable_disk_cache=enable_disk_cache,
-                                            enable_memory_cache=enable_memory_cache, disk_cache_dir=disk_cache_dir,
-                                            disk_size_limit_bytes=1 << 30, restrict_pickle=True)
+        _OURS["cache"] = _identity_cache(enable_disk_cache, enable_memory_cache, disk_cache_dir)
+
+
+def _identity_cache(disk: bool, memory: bool, directory: str | None) -> ModelIdentityCache:
+    return ModelIdentityCache(enable_disk_cache=disk, enable_memory_cache=memory, disk_cache_dir=directory,
+                              disk_size_limit_bytes=1 << 30, restrict_pickle=True)
 
 
 def reset_identity_cache() -> None:
@@ -164,10 +167,8 @@ def _our_cache(current: Any) -> Cache:
             return _OURS["cache"]
         mirror = _OURS.get("mirror")
         if mirror is None or mirror[0] is not inner:
-            cache = ModelIdentityCache(enable_disk_cache=bool(inner.enable_disk_cache),
-                                       enable_memory_cache=bool(inner.enable_memory_cache),
-                                       disk_cache_dir=inner.disk_cache_dir, disk_size_limit_bytes=1 << 30,
-                                       restrict_pickle=True)
+            cache = _identity_cache(bool(inner.enable_disk_cache), bool(inner.enable_memory_cache),
+                                    inner.disk_cache_dir)
             _OURS["mirror"] = (inner, cache)
         return _OURS["mirror"][1]
 

@@ -127,14 +127,7 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
             raise HyporagError(f"{dataset_name}: no question fits the context of {roles.answer.spec}")
         # what the programs really run with (a --program brings its own budget and answer step, not the flags')
         recorded = {"dataset": dataset_name, "dataset_source": source, "n": len(examples), "seed": run.seed,
-                    "methods": list(programs), "lms": roles.specs(), "lm_identities": roles.identities(),
-                    "adapters": roles.adapters(),
-                    "budget": shared_setting(programs, "budget"), "reasoning": shared_setting(programs, "reasoning"),
-                    "retriever": getattr(retriever, "mode", None), "dur": run.dur, "baseline": run.baseline,
-                    "index_fingerprint": getattr(retriever, "fingerprint", None),
-                    "bm25_engine": engine_of_retriever(retriever),
-                    "index_dir": str(retriever.directory) if getattr(retriever, "directory", None) else None,
-                    "program": {m: settings_of(p) for m, p in programs.items()},
+                    **run_record(programs, roles, retriever), "dur": run.dur, "baseline": run.baseline,
                     "effective": {m: settings_of(p, effective=True) for m, p in programs.items()},
                     "skipped_too_long": planned - len(examples), "context_check": context_check,
                     "code_version": code_version(), **({"shard": shard_record} if shard else {})}
@@ -202,6 +195,17 @@ def _questions(run: RunConfig, examples: Sequence | None) -> tuple[list, Any, st
     if loaded.skipped:
         print(f"skipped {len(loaded.skipped)} bad rows (first: {loaded.skipped[0]})", file=sys.stderr)
     return select_examples(loaded.examples, run.limit, run.seed), loaded.where, loaded.source, len(loaded.examples)
+
+
+def run_record(programs: dict, roles, retriever) -> dict:
+    """What run.json records of the programs, LMs and index a run used: every evaluation writes it alike (eval,
+    a fit's held-out and validation runs), so report, view and resume read the same fields."""
+    return {"methods": list(programs), "lms": roles.specs(), "lm_identities": roles.identities(),
+            "adapters": roles.adapters(), "budget": shared_setting(programs, "budget"),
+            "reasoning": shared_setting(programs, "reasoning"), "retriever": getattr(retriever, "mode", None),
+            "index_fingerprint": getattr(retriever, "fingerprint", None), "bm25_engine": engine_of_retriever(retriever),
+            "index_dir": str(retriever.directory) if getattr(retriever, "directory", None) else None,
+            "program": {m: settings_of(p) for m, p in programs.items()}}
 
 
 def settings_of(program, effective: bool = False) -> dict:

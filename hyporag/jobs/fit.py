@@ -14,14 +14,13 @@ import sys
 from hyporag.builders import artifact_config, build_program, build_retriever, fit_to_context
 from hyporag.errors import HyporagError
 from hyporag.eval.dspy_metrics import objective_metric
-from hyporag.jobs.evaluate import as_roles, settings_of, shared_setting
+from hyporag.jobs.evaluate import as_roles, run_record
 from hyporag.jobs.fit_candidates import DEFAULT_CANDIDATES, fit_candidates
 from hyporag.jobs.fit_common import fit_plan, fit_questions
 from hyporag.jobs.fit_result import FitResult
 from hyporag.jobs.optimizing import make_metric_for, reflection_lm, tune_modes
 from hyporag.jobs.settings import FitSettings
 from hyporag.jobs.tracking import metric_name, tracked_job
-from hyporag.retrieval.bm25_engines import engine_of_retriever
 from hyporag.run_config import RunConfig
 
 
@@ -146,14 +145,8 @@ def _fit(settings: FitSettings, run: RunConfig, roles, through: str = "report") 
         frozen = load_artifact(final_dir, retriever, roles)
         programs = {"rag": build_program("rag", run, retriever, roles), "untuned": untuned, "tuned": frozen}
         # what `hyporag view`, `report` and a resume read: the index (for passage text) and the programs' settings
-        recorded = {"dataset": run.dataset, "n": len(heldout), "seed": run.seed, "methods": list(programs),
-                    "lms": roles.specs(), "lm_identities": roles.identities(), "adapters": roles.adapters(),
-                    "budget": shared_setting(programs, "budget"), "reasoning": shared_setting(programs, "reasoning"),
-                    "retriever": getattr(retriever, "mode", None),
-                    "index_fingerprint": getattr(retriever, "fingerprint", None),
-                    "bm25_engine": engine_of_retriever(retriever),
-                    "index_dir": str(retriever.directory) if getattr(retriever, "directory", None) else None,
-                    "program": {m: settings_of(p) for m, p in programs.items()}, "fit": str(out)}
+        recorded = {"dataset": run.dataset, "n": len(heldout), "seed": run.seed,
+                    **run_record(programs, roles, retriever), "fit": str(out)}
         report = run_evaluation(programs, heldout, out / "heldout", recorded, threads=run.threads)
         accuracy = {s["method"]: s["accuracy"] for s in report["methods"]}
         return {"summary": ", ".join(f"{m} {a:.3f}" for m, a in accuracy.items()) + f" on {len(heldout)} held-out",

@@ -20,11 +20,11 @@ from pathlib import Path
 from hyporag.atomic import write_json_atomic, write_text_atomic
 from hyporag.builders import build_program, build_retriever
 from hyporag.errors import ConfigError, HyporagError
-from hyporag.eval.decision import LEAD
+from hyporag.eval.decision import LEAD, paired_measures
 from hyporag.eval.report import cell
 from hyporag.eval.results_store import read_results
 from hyporag.eval.runner import run_evaluation
-from hyporag.jobs.evaluate import as_roles, settings_of, shared_setting
+from hyporag.jobs.evaluate import as_roles, run_record
 from hyporag.jobs.fit_common import fit_plan, fit_questions
 from hyporag.jobs.fit_result import FitResult
 from hyporag.jobs.settings import FitSettings
@@ -115,13 +115,8 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
         return load_artifact(out / "candidates" / method / "artifact", retriever, roles)
 
     def evaluated(programs: dict, questions: list, where: Path) -> list[dict]:
-        recorded = {"dataset": run.dataset, "n": len(questions), "seed": run.seed, "methods": list(programs),
-                    "lms": roles.specs(), "lm_identities": roles.identities(), "adapters": roles.adapters(),
-                    "budget": shared_setting(programs, "budget"), "reasoning": shared_setting(programs, "reasoning"),
-                    "retriever": getattr(retriever, "mode", None),
-                    "index_fingerprint": getattr(retriever, "fingerprint", None),
-                    "index_dir": str(retriever.directory) if getattr(retriever, "directory", None) else None,
-                    "program": {m: settings_of(p) for m, p in programs.items()}, "fit": str(out)}
+        recorded = {"dataset": run.dataset, "n": len(questions), "seed": run.seed,
+                    **run_record(programs, roles, retriever), "fit": str(out)}
         run_evaluation(programs, questions, where, recorded, threads=run.threads, progress=True)
         return read_results(where)
 
@@ -181,8 +176,6 @@ def _candidates_record(out: Path, methods: list[str]) -> dict:
 
 def _confirmation(rows: list[dict], chosen: str, seed: int) -> dict:
     """Whether held-out agrees with the choice: the chosen program against rag, paired (accuracy and log p(gold))."""
-    from hyporag.eval.decision import paired_measures
-
     if chosen == "rag":
         return {"confirms": None, "text": "rag was kept (no candidate beat it beyond chance on validation); held-out "
                                           "shows how it compares with cot and the runner-up"}
