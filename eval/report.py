@@ -107,7 +107,8 @@ def markdown(report: dict) -> str:
             + ", ".join(m for m, r in rules.items() if r == rule) for rule in sorted(set(rules.values()))) + "."]
     engine = (report.get("settings") or {}).get("bm25_engine")
     if engine:  # two engines rank differently: a table says which one its passages came from
-        lines += ["", f"BM25 engine: {engine} ({report['settings'].get('retriever')} retrieval)."]
+        search = report["settings"].get("bm25_search") or "exact"
+        lines += ["", f"BM25 engine: {engine} ({report['settings'].get('retriever')} retrieval, {search} search)."]
     if report.get("cost_by_role"):
         lines += ["", "| method | role | calls/q | in tok/q sent | processed | out tok/q | s/q |",
                   "|---|---|---:|---:|---:|---:|---:|"]

@@ -146,11 +146,13 @@ class ResultsStore:
             except json.JSONDecodeError:
                 previous = None
             keys = ("dataset", "lms", "adapters", "budget", "reasoning", "retriever", "index_fingerprint",
-                    "bm25_engine", "program")
+                    "bm25_engine", "bm25_search", "program")
             if previous is not None and "bm25_engine" not in previous and "bm25_engine" in self.settings:
                 previous["bm25_engine"] = "bm25s"  # runs from before the field searched bm25s's BM25, or none
                 if self.settings["bm25_engine"] is None:
                     previous["bm25_engine"] = None
+            if previous is not None and "bm25_search" not in previous and "bm25_search" in self.settings:
+                previous["bm25_search"] = "exact" if previous.get("bm25_engine") else None  # before two-stage
             changed = [k for k in keys if previous is not None and previous.get(k) != self.settings.get(k)]
             before, now = (previous or {}).get("lm_identities"), self.settings.get("lm_identities")
             # a pool none of whose servers answers reports nothing to compare: its first call fails the run instead

@@ -47,6 +47,7 @@ def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = Non
     mode = config.retriever or recorded.get("mode")
     # a frozen program's engine is asked for too: its index rebuilt by another engine is refused, never run silently
     engine = config.bm25_engine if config.bm25_engine != "auto" else recorded.get("bm25_engine") or "auto"
+    search = config.bm25_search or recorded.get("bm25_search") or "exact"
     if not _finished_index(directory):  # absent, or a first-use build that was interrupted: this command resumes it
         if mode not in (None, "bm25"):  # embedding takes long enough that it must be asked for
             raise HyporagError(f"no index at {directory}; build one with `hyporag index build --corpus {corpus.spec} "
@@ -54,9 +55,10 @@ def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = Non
         print(f"no finished index at {directory}: building a BM25 index of {corpus.name} first (once, ~10 s; an "
               "interrupted build resumes here)", file=sys.stderr)
         build_index(corpus, directory, retriever="bm25", progress=False, log=lambda m: print(m, file=sys.stderr),
-                    bm25_engine=engine)
+                    bm25_engine=engine, bm25_search=search)
     retriever = open_index(directory, corpus=corpus, mode=mode, faiss_kind=config.faiss, rrf_k=config.rrf_k,
-                           asked_encoder=config.embedder, nprobe=config.nprobe, asked_bm25_engine=engine)
+                           asked_encoder=config.embedder, nprobe=config.nprobe, asked_bm25_engine=engine,
+                           bm25_search=search)
     if config.fuse_index:
         retriever.fuse_with([open_index(Path(d), corpus=corpus, mode="dense", faiss_kind=config.faiss,
                                         nprobe=config.nprobe) for d in config.fuse_index])

@@ -38,6 +38,7 @@ class RunConfig:
     nprobe: int | None = None  # IVF kinds: inverted lists searched per query (default lists / 16, at most 128)
     embedder: str | None = None  # index build: the encoder; elsewhere: checked against the index's own
     bm25_engine: str = "auto"  # index build: bm25s, tantivy or auto (by size); elsewhere: checked like embedder
+    bm25_search: str | None = None  # exact or two-stage (None: exact, or what a frozen program recorded)
     rrf_k: int = 60
     fuse_index: list[str] = field(default_factory=list)  # other indexes of the corpus fused in hybrid mode
     lm: str = "local:qwen2.5-coder-1.5b"
@@ -85,6 +86,8 @@ class RunConfig:
                 object.__setattr__(self, name, value := list(value))
             if value is not None:
                 _check_type("RunConfig", name, value, kind)
+        if self.bm25_search not in (None, "exact", "two-stage"):
+            raise ConfigError(f"RunConfig: bm25_search must be exact or two-stage, got {self.bm25_search!r}")
         for name in ("limit", "threads"):
             value = getattr(self, name)
             if value is not None and value < 1:

@@ -18,7 +18,7 @@ from typing import Any
 
 from hyporag.errors import HyporagError, IndexMismatchError
 from hyporag.manifests import read_json_object
-from hyporag.retrieval.bm25_engines import engine_of_retriever
+from hyporag.retrieval.bm25_engines import engine_of_retriever, search_of_retriever
 
 FORMAT = "hyporag-artifact"
 FORMAT_VERSION = 2  # 2: the manifest carries its own checksum and the corpus it retrieves from
@@ -58,6 +58,7 @@ def retrieval_record(retriever) -> dict[str, Any]:
         "index_dir": str(getattr(retriever, "directory", "") or "") or None,
         "mode": getattr(retriever, "mode", None),
         "bm25_engine": engine_of_retriever(retriever),
+        "bm25_search": search_of_retriever(retriever),
     }
 
 
@@ -157,6 +158,10 @@ def load_artifact(directory: str | Path, retriever, roles):
         raise IndexMismatchError(f"{directory}: compiled on a {frozen_engine} BM25 index, but the index given was "
                                  f"built by {engine}; its rankings differ, so give an index built with --bm25-engine "
                                  f"{frozen_engine}")
+    frozen_search, search = manifest["retrieval"].get("bm25_search") or "exact", search_of_retriever(retriever)
+    if engine and search and frozen_search != search:
+        raise IndexMismatchError(f"{directory}: compiled with the {frozen_search} BM25 search, but this run searches "
+                                 f"{search}; its rankings differ, so pass --bm25-search {frozen_search}")
     try:
         config = method_config(manifest["method"], manifest["program_settings"],
                                source=f"{directory / 'manifest.json'}: program_settings", strict=True)

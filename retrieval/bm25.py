@@ -1,4 +1,4 @@
-"""Lexical retrieval with bm25s (sparse matrices, memory-mapped load): ~100x+ faster than rank_bm25 per query."""
+"""Lexical retrieval over a bm25s index (sparse matrices, memory-mapped load), searched on a compiled path."""
 
 from __future__ import annotations
 
@@ -7,6 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
+from hyporag.errors import ConfigError
+from hyporag.retrieval.bm25_compiled import CompiledSearch, TwoStageSearch, numba_missing, warn_numpy_fallback
+from hyporag.retrieval.bm25_forward import load_forward
+
+SEARCHES = ("exact", "two-stage")
 TOKENIZER = "bm25s.tokenize(stopwords=en, PyStemmer english)"
 
 
@@ -58,10 +63,33 @@ class BM25Index:
     ENGINE = "bm25s"  # recorded in the manifest: an index another engine built is refused, not misread
     K1, B = 1.5, 0.75  # bm25s's defaults (MedRAG's Pyserini searcher uses Anserini's 0.9, 0.4); in the manifest
 
-    def __init__(self, model):
+    BACKENDS = ("numba", "numpy")
+
+    def __init__(self, model, backend: str = "numba", forward: tuple | None = None):
+        """`numba` (the default) scores on the compiled path (retrieval/bm25_compiled.py); `numpy` is bm25s's
+        np.add.at, kept as the reference the compiled path is tested against and as the fallback, announced on
+        stderr, where numba cannot be imported. With `forward` (the forward index's arrays) searches are two-stage
+        (approximate, see TwoStageSearch); `score_rows` stays exact."""
+        if backend not in self.BACKENDS:
+            raise ConfigError(f"unknown BM25 backend {backend!r}: use one of {', '.join(self.BACKENDS)}")
         self.model = model
         self.stemmer = stemmer()
         self.size = int(model.scores["num_docs"])
+        self.compiled = None
+        if backend == "numba":
+            missing = numba_missing()
+            if missing is None:
+                self.compiled = CompiledSearch(model)
+            else:
+                warn_numpy_fallback(missing)
+        self.backend = "numba" if self.compiled is not None else "numpy"
+        self.two_stage = None
+        if forward is not None:
+            if self.compiled is None:
+                raise ConfigError("the two-stage BM25 search runs on the compiled path and numba is unavailable; "
+                                  "search with --bm25-search exact")
+            self.two_stage = TwoStageSearch(self.compiled, forward)
+        self.search = "two-stage" if self.two_stage is not None else "exact"
 
     @classmethod
     def build(cls, texts: Sequence[str], directory: str | Path, k1: float = 1.5, b: float = 0.75,
@@ -84,22 +112,36 @@ class BM25Index:
         return cls.load(directory)
 
     @classmethod
-    def load(cls, directory: str | Path) -> BM25Index:
+    def load(cls, directory: str | Path, backend: str = "numba", search: str = "exact") -> BM25Index:
+        """`search`: exact, or two-stage (needs the forward index `index build --bm25-search two-stage` writes)."""
         import bm25s
 
-        return cls(bm25s.BM25.load(str(directory), mmap=True, show_progress=False))
+        if search not in SEARCHES:
+            raise ConfigError(f"unknown BM25 search {search!r}: use one of {', '.join(SEARCHES)}")
+        model = bm25s.BM25.load(str(directory), mmap=True, show_progress=False)
+        forward = None
+        if search == "two-stage":
+            forward = load_forward(Path(directory), int(model.scores["num_docs"]), len(model.scores["indices"]))
+        return cls(model, backend=backend, forward=forward)
 
     def search_many(self, queries: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows and scores per query; a query with no indexable term (only stopwords, say) gets row -1 and
-        score 0, which callers drop. Scores are bm25s's own; only the top-k selection is ours (exact, ties by row, and
-        ~3x cheaper than bm25s's full argpartition at 5M passages)."""
+        score 0, which callers drop. Scores are bm25s's own arithmetic (bit-identical on either
+        backend), the top k exact with ties by row."""
         k = min(k, self.size)
         tokens = tokenize(list(queries), self.stemmer)
         rows = np.full((len(tokens), k), -1, dtype=np.int64)
         scores = np.zeros((len(tokens), k), dtype=np.float32)
         for i, query_tokens in enumerate(tokens):
             ids = self._term_ids(query_tokens)
-            if ids:  # bm25s cannot score an empty token list
+            if not ids:  # bm25s cannot score an empty token list
+                continue
+            if self.two_stage is not None:
+                found_rows, found_scores = self.two_stage.top_k(np.asarray(ids), k)
+                rows[i, :len(found_rows)], scores[i, :len(found_rows)] = found_rows, found_scores
+            elif self.compiled is not None:
+                rows[i], scores[i] = self.compiled.top_k(np.asarray(ids), k)
+            else:
                 rows[i], scores[i] = top_k(self.scores_of(ids), k)
         return rows, scores
 
@@ -117,4 +159,8 @@ class BM25Index:
         ids = self._term_ids(tokenize([query], self.stemmer)[0])
         if not ids:
             return np.zeros(len(rows), dtype=np.float32)
+        if self.compiled is not None:
+            scored = self.compiled.score_rows(np.asarray(ids), np.asarray(rows))
+            if scored is not None:
+                return np.asarray(scored, dtype=np.float32)
         return np.asarray(self.scores_of(ids), dtype=np.float32)[rows]

@@ -81,6 +81,26 @@ def bm25_engine_of(directory: Path, manifest: dict[str, Any], asked: str | None)
     return engine
 
 
+def check_search(directory: Path, manifest: dict[str, Any], asked: str | None) -> str:
+    """The BM25 search a load uses (exact unless asked): two-stage needs the forward index part, built by bm25s."""
+    from hyporag.retrieval.bm25 import SEARCHES
+
+    search = asked or "exact"
+    if search not in SEARCHES:
+        raise ConfigError(f"unknown BM25 search {search!r}: use one of {', '.join(SEARCHES)}")
+    if search == "two-stage" and "bm25_forward" not in manifest["parts"]:
+        raise IndexMismatchError(f"{directory}: no forward index for the two-stage BM25 search; add one with "
+                                 f"`hyporag index build --corpus {manifest.get('corpus_spec') or '<corpus>'} "
+                                 f"--index-dir {directory} --bm25-search two-stage` (the built parts are reused)")
+    return search
+
+
+def search_of_retriever(retriever) -> str | None:
+    """The BM25 search a retriever runs (exact or two-stage; None without a BM25 part)."""
+    bm25 = getattr(retriever, "bm25", None)
+    return getattr(bm25, "search", "exact") if bm25 is not None else None
+
+
 def engine_of_retriever(retriever) -> str | None:
     """The BM25 engine a retriever searches with (None: no BM25 part, or a stand-in retriever of a test)."""
     bm25 = getattr(retriever, "bm25", None)

@@ -18,10 +18,20 @@ from pathlib import Path
 from typing import Any
 
 from hyporag.atomic import write_json_atomic
-from hyporag.errors import HyporagError, IndexMismatchError
+from hyporag.errors import ConfigError, HyporagError, IndexMismatchError
 from hyporag.manifests import read_json_object
 from hyporag.paths import cache_dir
-from hyporag.retrieval.bm25_engines import bm25_engine_of, bm25_part_wanted, engine_class, part_record, resolve_engine
+from hyporag.retrieval.bm25 import SEARCHES
+from hyporag.retrieval.bm25_engines import (
+    bm25_engine_of,
+    bm25_part_wanted,
+    check_search,
+    engine_class,
+    part_record,
+    resolve_engine,
+)
+from hyporag.retrieval.bm25_forward import DIRNAME as FORWARD_DIR
+from hyporag.retrieval.bm25_forward import build_forward
 from hyporag.retrieval.corpus import Corpus
 from hyporag.retrieval.dense import DenseIndex
 from hyporag.retrieval.dense_part import build_dense, open_dense
@@ -83,20 +93,26 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 def build_index(corpus: Corpus, directory: Path | None = None, retriever: str = "both",
                 embedder_name: str = DEFAULT_EMBEDDER, faiss_kind: str = "flat", max_seq_length: int | None = None,
                 progress: bool = True, log=None, force: bool = False, vectors: Path | None = None,
-                max_passage_chars: int = MAX_PASSAGE_CHARS, bm25_engine: str = "auto") -> Path:
+                max_passage_chars: int = MAX_PASSAGE_CHARS, bm25_engine: str = "auto",
+                bm25_search: str = "exact") -> Path:
     """Build (or finish building) the index of `corpus`; returns its directory. `vectors`: a directory of
     precomputed passage vectors to use instead of embedding (made by the encoder `embedder_name` names).
-    `bm25_engine`: bm25s, tantivy, or auto (by corpus size; retrieval.bm25_engines).
+    `bm25_engine`: bm25s, tantivy, or auto (by corpus size; retrieval.bm25_engines). `bm25_search` two-stage also
+    writes the forward index the two-stage search rescores from (bm25s engine only; as large as the BM25 part).
 
     An index of another corpus in `directory` (another source and other contents) is refused unless `force`:
     replacing it would destroy something the user built. The same source with new contents is rebuilt."""
     log = log or _to_stderr  # estimates and timings are diagnostics: never mixed into a caller's stdout
+    if bm25_search not in SEARCHES:
+        raise ConfigError(f"unknown BM25 search {bm25_search!r}: use one of {', '.join(SEARCHES)}")
+    if bm25_search == "two-stage" and bm25_engine == "tantivy":
+        raise ConfigError("--bm25-search two-stage rescores from bm25s's arrays; build with --bm25-engine bm25s")
     directory = Path(directory) if directory else default_index_dir(corpus)
     created = not directory.exists()
     directory.mkdir(parents=True, exist_ok=True)
     try:
         return _build(corpus, directory, retriever, embedder_name, faiss_kind, max_seq_length, progress, log, force,
-                      vectors, max_passage_chars, bm25_engine)
+                      vectors, max_passage_chars, bm25_engine, bm25_search)
     except BaseException as exc:  # interrupted: what was built stays and resumes; refused vectors: nothing stays
         if created and (isinstance(exc, HyporagError) and vectors is not None or not any(directory.iterdir())):
             shutil.rmtree(directory, ignore_errors=True)
@@ -114,7 +130,7 @@ def _clear(directory: Path) -> None:
 
 def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, faiss_kind: str,
            max_seq_length: int | None, progress: bool, log, force: bool, vectors: Path | None,
-           max_passage_chars: int, bm25_engine: str) -> Path:
+           max_passage_chars: int, bm25_engine: str, bm25_search: str) -> Path:
     fingerprint = corpus.fingerprint()
     manifest: dict[str, Any] = {}
     if (directory / MANIFEST).is_file():
@@ -140,7 +156,7 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
 
     spec = encoder_spec(embedder_name, max_seq_length)
     plan = estimate(corpus.count(), sum(f.stat().st_size for f in corpus.files), retriever, spec.name, faiss_kind,
-                    vectors is not None, spec.hashing_dimension)
+                    vectors is not None, spec.hashing_dimension, bm25_forward=bm25_search == "two-stage")
     log(plan.describe())
     refuse_if_too_big(plan, available_ram())
     if vectors is not None and retriever in ("dense", "both"):  # before any slow part: a mismatch costs nothing
@@ -179,10 +195,24 @@ def _build(corpus: Corpus, directory: Path, retriever: str, embedder_name: str, 
         shutil.rmtree(tmp, ignore_errors=True)
         engine_class(engine).build_in_chunks(store.texts(BM25_BATCH), tmp, show_progress=progress)
         shutil.rmtree(directory / BM25_DIR, ignore_errors=True)
+        manifest["parts"].pop("bm25_forward", None)  # the forward index of the BM25 part replaced
+        shutil.rmtree(directory / FORWARD_DIR, ignore_errors=True)
         tmp.rename(directory / BM25_DIR)
         manifest["parts"]["bm25"] = {**part_record(engine), "seconds": round(time.perf_counter() - started, 2)}
         _save(directory, manifest)
         log(f"bm25 ({engine}): built in {manifest['parts']['bm25']['seconds']} s")
+    if bm25_search == "two-stage" and "bm25" in manifest["parts"] and "bm25_forward" not in manifest["parts"]:
+        if manifest["parts"]["bm25"].get("engine", "bm25s") != "bm25s":
+            raise ConfigError(f"{directory}: --bm25-search two-stage rescores from bm25s's arrays, and this index's "
+                              "BM25 part was built by tantivy; rebuild it with --bm25-engine bm25s --force")
+        started = time.perf_counter()
+        build_forward(directory / BM25_DIR, manifest["passage_count"])
+        forward_bytes = sum(f.stat().st_size for f in (directory / FORWARD_DIR).iterdir())
+        manifest["parts"]["bm25_forward"] = {"seconds": round(time.perf_counter() - started, 2),
+                                             "bytes": forward_bytes}
+        _save(directory, manifest)
+        log(f"bm25 forward index (two-stage search): {forward_bytes / 2**20:.0f} MB in "
+            f"{manifest['parts']['bm25_forward']['seconds']} s")
     if vectors is None and retriever in ("dense", "both"):
         dense_part()
     store.close()
@@ -195,6 +225,8 @@ def _save(directory: Path, manifest: dict[str, Any]) -> None:
     parts = [PassageStore.FILENAME]
     if "bm25" in manifest["parts"]:
         parts.append(BM25_DIR)
+    if "bm25_forward" in manifest["parts"]:
+        parts.append(FORWARD_DIR)
     if "dense" in manifest["parts"]:
         parts.append(f"{DenseIndex.DIRNAME}/vectors.npy")
         parts += [f"{DenseIndex.DIRNAME}/faiss-{k}.index" for k in manifest["parts"]["dense"]["faiss"]]
@@ -212,7 +244,8 @@ def is_complete(manifest: dict[str, Any]) -> bool:
 
 def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None = None, faiss_kind: str = "flat",
                embedder=None, checksums: bool = True, asked_encoder: str | None = None, nprobe: int | None = None,
-               asked_bm25_engine: str | None = None, **retriever_kwargs: Any) -> Retriever:
+               asked_bm25_engine: str | None = None, bm25_search: str | None = None,
+               **retriever_kwargs: Any) -> Retriever:
     """Load a built index, refusing a manifest/corpus/file mismatch (or a query encoder other than the one that
     made its vectors, `asked_encoder`, or a BM25 engine other than `asked_bm25_engine`) with a one-line error."""
     directory = Path(directory)
@@ -231,10 +264,13 @@ def open_index(directory: Path, corpus: Corpus | None = None, mode: str | None =
             f"{', '.join(manifest.get('parts') or {}) or 'none'}); complete it with `hyporag index build --corpus "
             f"{manifest.get('corpus_spec') or '<corpus>'} --index-dir {directory}` (finished parts are reused)")
     engine = bm25_engine_of(directory, manifest, asked_bm25_engine)
+    search = check_search(directory, manifest, bm25_search)
     verify_files(directory, manifest, checksums=checksums)
     try:  # files that match their manifest can still be ones numpy, bm25s or FAISS refuse (a hostile artifact's)
         store = PassageStore(directory / PassageStore.FILENAME)
-        bm25 = engine_class(engine).load(directory / BM25_DIR) if "bm25" in manifest["parts"] else None
+        bm25 = None
+        if "bm25" in manifest["parts"]:
+            bm25 = engine_class(engine).load(directory / BM25_DIR, **({"search": search} if search != "exact" else {}))
         dense = None
         dense_part = manifest["parts"].get("dense")
         if dense_part and mode != "bm25":

@@ -9,6 +9,7 @@ from pathlib import Path
 from hyporag.errors import ConfigError
 from hyporag.jobs.settings import JOBS, JobSettings
 from hyporag.programs.registry import CONFIGS
+from hyporag.retrieval.bm25 import SEARCHES as BM25_SEARCHES
 from hyporag.retrieval.bm25_engines import CHOICES as BM25_CHOICES
 from hyporag.retrieval.dense import FAISS_KINDS
 from hyporag.retrieval.retriever import MODES
@@ -63,6 +64,9 @@ def add_program_args(parser: argparse.ArgumentParser) -> None:
                        "use the index's own query side; another is refused)")
     group.add_argument("--bm25-engine", choices=BM25_CHOICES, help="check that the index's BM25 part was built by "
                        "this engine (bm25s or tantivy; another is refused)")
+    group.add_argument("--bm25-search", choices=BM25_SEARCHES, help="exact (default: every passage scored) or "
+                       "two-stage (rare terms over every passage, the best 1,000 rescored exactly; needs an index "
+                       "built with --bm25-search two-stage; docs/scale.md has its overlap and speed)")
     group.add_argument("--rrf-k", type=int, help="reciprocal-rank-fusion constant for hybrid retrieval (default 60; "
                        "MedRAG fuses with 100)")
     group.add_argument("--fuse-index", action="append", metavar="DIR", help="another index of the same corpus whose "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hyporag.cli.common import add_data_args
 from hyporag.errors import HyporagError
+from hyporag.retrieval.bm25 import SEARCHES as BM25_SEARCHES
 from hyporag.retrieval.bm25_engines import CHOICES as BM25_CHOICES
 from hyporag.retrieval.bm25_engines import TANTIVY_FROM
 from hyporag.retrieval.dense import FAISS_KINDS
@@ -35,6 +36,8 @@ def add_parser(sub) -> None:
     build.add_argument("--bm25-engine", choices=BM25_CHOICES, help="BM25 engine: bm25s (exact scores over every "
                        "passage), tantivy (block-max WAND), or auto (default: tantivy from "
                        f"{TANTIVY_FROM:,} passages on, where its slower growth puts it ahead; bm25s below)")
+    build.add_argument("--bm25-search", choices=BM25_SEARCHES, help="two-stage also writes the forward index the "
+                       "two-stage search rescores from (as large as the BM25 part; exact, the default, needs none)")
     build.add_argument("--force", action="store_true", help="replace an index of another corpus in --index-dir, or "
                        "a BM25 part another engine built")
     for name, what in (("faiss-train", "train an IVF kind once on the seeded sample (the first step of a sharded "
@@ -83,6 +86,7 @@ def run(args: argparse.Namespace, config: RunConfig) -> int:
                             embedder_name=config.embedder or DEFAULT_EMBEDDER, faiss_kind=config.faiss,
                             max_seq_length=args.max_seq_length, force=args.force,
                             vectors=Path(args.vectors) if args.vectors else None, bm25_engine=config.bm25_engine,
+                            bm25_search=config.bm25_search or "exact",
                             **({"max_passage_chars": args.max_passage_chars} if args.max_passage_chars else {}))
     print(f"index ready at {directory} ({time.perf_counter() - started:.1f} s)")
     return 0

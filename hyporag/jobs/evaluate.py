@@ -32,7 +32,7 @@ from hyporag.jobs.speed import record_speed
 from hyporag.jobs.tracking import code_version, flat_params, report_metrics, tracked
 from hyporag.questions.datasets import load_benchmark
 from hyporag.questions.records import examples_from_python
-from hyporag.retrieval.bm25_engines import engine_of_retriever
+from hyporag.retrieval.bm25_engines import engine_of_retriever, search_of_retriever
 from hyporag.run_config import RunConfig
 
 
@@ -204,6 +204,7 @@ def run_record(programs: dict, roles, retriever) -> dict:
             "adapters": roles.adapters(), "budget": shared_setting(programs, "budget"),
             "reasoning": shared_setting(programs, "reasoning"), "retriever": getattr(retriever, "mode", None),
             "index_fingerprint": getattr(retriever, "fingerprint", None), "bm25_engine": engine_of_retriever(retriever),
+            "bm25_search": search_of_retriever(retriever),
             "index_dir": str(retriever.directory) if getattr(retriever, "directory", None) else None,
             "program": {m: settings_of(p) for m, p in programs.items()}}
 

@@ -127,3 +127,30 @@ def test_cli_builds_on_the_engine_asked_and_eval_refuses_another(server, tiny_co
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0 and "built by 'tantivy', not the 'bm25s' asked for" in err
     assert server.requests == 0  # refused before any LM call
+
+
+def test_two_stage_search_needs_its_forward_part_and_is_recorded_and_kept_on_resume(server, tiny_corpus_dir,
+                                                                                      tmp_path, capsys):
+    index = str(tmp_path / "ix")
+    assert main(["index", "build", "--corpus", str(tiny_corpus_dir), "--index-dir", index]) == 0
+    questions = write_jsonl(tmp_path / "q.jsonl", QUESTIONS)
+    base = ["eval", "--dataset", str(questions), "--corpus", str(tiny_corpus_dir), "--index-dir", index,
+            "--methods", "rag", "--lm", "openai/m", "--api-key", "k", "--api-base",
+            f"http://127.0.0.1:{server.server_port}/v1", "--out", str(tmp_path / "run")]
+    capsys.readouterr()
+    code = main([*base, "--bm25-search", "two-stage"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0 and "no forward index for the two-stage BM25 search" in err
+    assert f"--index-dir {index} --bm25-search two-stage" in err and server.requests == 0
+    assert main(["index", "build", "--corpus", str(tiny_corpus_dir), "--index-dir", index,
+                 "--bm25-search", "two-stage"]) == 0
+    err = capsys.readouterr().err
+    assert "BM25 forward index" in err and "bm25 forward index (two-stage search)" in err  # estimate, then build
+    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+    assert manifest["parts"]["bm25_forward"]["bytes"] > 0
+    assert any(name.startswith("bm25-forward/") for name in manifest["files"])  # checked on every load
+    assert main([*base, "--bm25-search", "two-stage", "--limit", "1"]) == 0
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["bm25_search"] == "two-stage"
+    capsys.readouterr()
+    assert main([*base, "--limit", "2"]) == 2  # the rows so far were ranked by the two-stage search
+    assert "different bm25_search" in capsys.readouterr().err
