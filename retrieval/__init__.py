@@ -2,6 +2,7 @@
 hybrid RRF, contrastive scoring for CHR, and the multi-query budget merge for HCQR."""
 
 from hyporag.retrieval.bm25 import BM25Index
+from hyporag.retrieval.bm25_forward import build_forward as build_bm25_forward
 from hyporag.retrieval.bm25_tantivy import TantivyBM25Index
 from hyporag.retrieval.corpus import CORPORA, Corpus, Passage, load_corpus
 from hyporag.retrieval.dense import DenseIndex, build_faiss, default_nprobe
@@ -33,6 +34,7 @@ __all__ = [
     "TantivyBM25Index",
     "VectorShards",
     "WeightedQuery",
+    "build_bm25_forward",
     "build_faiss",
     "build_index",
     "default_index_dir",

@@ -145,6 +145,12 @@ class BM25Index:
                 rows[i], scores[i] = top_k(self.scores_of(ids), k)
         return rows, scores
 
+    def postings(self, query: str) -> int:
+        """Σdf: how many postings an exhaustive search of `query` reads (its terms' document frequencies, a repeated
+        term counted each time), the work the compiled loop's time is proportional to."""
+        indptr = self.model.scores["indptr"]
+        return int(sum(indptr[i + 1] - indptr[i] for i in self._term_ids(tokenize([query], self.stemmer)[0])))
+
     def _term_ids(self, tokens: list[str]) -> list[int]:
         """The index's ids of a query's tokens; a token the corpus never used scores nothing and is dropped."""
         return [self.model.vocab_dict[t] for t in tokens if t in self.model.vocab_dict]

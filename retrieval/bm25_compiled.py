@@ -32,7 +32,7 @@ class CompiledSearch:
     """Exact top-k and row scores from bm25s's CSC arrays: the windowed loop while the posting lists are in row
     order (checked as it reads them), the whole-array loop otherwise."""
 
-    def __init__(self, model):
+    def __init__(self, model, window: int | None = None):
         from hyporag.retrieval import bm25_kernels
 
         self.kernels = bm25_kernels
@@ -43,7 +43,8 @@ class CompiledSearch:
         self.dtype = self.data.dtype
         self.nonoccurrence = getattr(model, "nonoccurrence_array", None)
         self.ascending = np.zeros(len(self.indptr) - 1, dtype=np.uint8)  # per term: 0 unchecked, 1 yes, 2 no
-        self.windowed = True  # until a posting list is found out of row order
+        self.window = window or bm25_kernels.WINDOW  # passages scored per window
+        self.windowed = True  # False: always the whole-array loop
         self.local = threading.local()
 
     def _shift(self, ids: np.ndarray) -> float:
@@ -63,7 +64,7 @@ class CompiledSearch:
         if whole and getattr(local, "whole", None) is None:
             local.whole = np.empty(self.num_docs, self.dtype)
         if getattr(local, "window", None) is None:
-            local.window = np.empty(min(self.kernels.WINDOW, max(self.num_docs, 1)), self.dtype)
+            local.window = np.empty(min(self.window, max(self.num_docs, 1)), self.dtype)
         return local
 
     def top_k(self, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -94,14 +95,14 @@ class CompiledSearch:
         return out
 
 
-RARE_SHARE = 0.03  # two-stage: terms in at most this share of passages are scored over every passage
+RARE_SHARE = 0.05  # two-stage: terms in at most this share of passages are scored over every passage
 DEPTH = 1000  # two-stage: candidates rescored exactly
 
 
 class TwoStageSearch:
-    """Approximate top-k for long queries (docs/scale.md): score the query's rare terms over every passage, keep the
-    best DEPTH passages and score those exactly from the forward index. A query with no rare term, or asking for k
-    near DEPTH, is answered exactly."""
+    """Approximate top-k for long queries (docs/scale.md): the query's rare terms are scored over every passage on
+    the windowed loop, the best DEPTH passages by that partial score are scored exactly from the forward index. A
+    query with no rare term, or asking for k near DEPTH, is answered exactly."""
 
     def __init__(self, exact: CompiledSearch, forward: tuple[np.ndarray, np.ndarray, np.ndarray],
                  rare_share: float = RARE_SHARE, depth: int = DEPTH):
@@ -114,12 +115,8 @@ class TwoStageSearch:
 
     def _buffers(self, terms: int):
         local = self.local
-        if getattr(local, "whole", None) is None:
-            exact = self.exact
-            local.whole = np.empty(exact.num_docs, exact.dtype)
-            local.slots = np.full(len(exact.indptr) - 1, -1, np.int64)
-            local.depth_scores, local.depth_rows = np.empty(self.depth, exact.dtype), np.empty(self.depth, np.int64)
-            local.candidates, local.candidate_scores = np.empty(self.depth, np.int64), np.empty(self.depth, exact.dtype)
+        if getattr(local, "slots", None) is None:
+            local.slots = np.full(len(self.exact.indptr) - 1, -1, np.int64)
         if getattr(local, "terms", -1) < terms:
             local.terms = terms
             local.contributions = np.empty(terms, self.exact.dtype)
@@ -127,16 +124,16 @@ class TwoStageSearch:
 
     def top_k(self, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         ids = np.ascontiguousarray(ids, dtype=np.int64)
-        rare = (self.document_frequency[ids] <= self.rare_below).astype(np.uint8)
-        if not rare.any() or k * 4 > self.depth:
+        rare = ids[self.document_frequency[ids] <= self.rare_below]
+        if not rare.size or k * 4 > self.depth:
             return self.exact.top_k(ids, k)
         exact = self.exact
+        candidates, _ = exact.top_k(rare, self.depth)  # exact on the rare terms alone; the shift does not reorder
+        candidates = np.sort(candidates)  # rows ascending, so ties fall to the lower row as in a scan
         buffers = self._buffers(len(ids))
         heap = exact._buffers(k, len(ids), whole=False)
         rows, scores = np.empty(k, np.int64), np.empty(k, exact.dtype)
-        found = exact.kernels.search_two_stage(
-            ids, rare, exact.data, exact.indptr, exact.indices, exact.num_docs, exact._shift(ids), self.forward_ptr,
-            self.forward_terms, self.forward_scores, buffers.whole, buffers.slots, buffers.contributions,
-            buffers.depth_scores, buffers.depth_rows, buffers.candidates, buffers.candidate_scores, heap.heap_scores,
-            heap.heap_rows, rows, scores)
+        found = exact.kernels.rescore_from_forward(
+            ids, exact._shift(ids), self.forward_ptr, self.forward_terms, self.forward_scores, candidates,
+            buffers.slots, buffers.contributions, heap.heap_scores, heap.heap_rows, rows, scores)
         return rows[:found], scores[:found]

@@ -135,7 +135,7 @@ def test_a_resume_on_another_bm25_engine_is_refused_and_older_runs_count_as_bm25
 
     report = {"settings": {**older, "bm25_engine": "tantivy"}, "methods": [], "utility_conditioned_accuracy": {},
               "top5_overlap_on_disagreements": []}
-    assert "BM25 engine: tantivy (bm25 retrieval, exact search)." in markdown(report)  # the summary says where passages came from
+    assert "BM25 engine: tantivy (bm25 retrieval, exact search)." in markdown(report)  # where passages came from
     with ResultsStore(tmp_path / "cot", SETTINGS):  # a run without retrieval has no engine, then as now
         pass
     with ResultsStore(tmp_path / "cot", {**SETTINGS, "bm25_engine": None}):

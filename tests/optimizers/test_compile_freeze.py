@@ -225,3 +225,20 @@ def test_a_frozen_program_refuses_an_index_of_another_bm25_engine(tiny_retriever
         load_artifact(out, other, dummy_roles())
     assert "\n" not in str(refused.value)
     assert load_artifact(out, tiny_retriever, dummy_roles()) is not None
+
+
+def test_a_frozen_program_refuses_another_bm25_search(tiny_retriever, tiny_questions, tiny_corpus_dir, tmp_path):
+    """Compiled on the exact search, reloaded on the two-stage one (same index, other rankings): refused in one line
+    naming the flag; the same index searched exactly loads."""
+    from hyporag.retrieval import build_index, load_corpus, open_index
+
+    _, out = compiled_chr(tiny_retriever, tiny_questions, tmp_path)
+    assert json.loads((out / "manifest.json").read_text())["retrieval"]["bm25_search"] == "exact"
+    corpus = load_corpus(str(tiny_corpus_dir))
+    build_index(corpus, tiny_retriever.directory, retriever="both", embedder_name="hashing-64", progress=False,
+                log=lambda m: None, bm25_search="two-stage")
+    two_stage = open_index(tiny_retriever.directory, corpus=corpus, bm25_search="two-stage")
+    with pytest.raises(IndexMismatchError, match="compiled with the exact BM25 search.*--bm25-search exact") as refused:
+        load_artifact(out, two_stage, dummy_roles())
+    assert "\n" not in str(refused.value)
+    assert load_artifact(out, open_index(tiny_retriever.directory, corpus=corpus), dummy_roles()) is not None

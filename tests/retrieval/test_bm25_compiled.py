@@ -28,7 +28,8 @@ def _corpus(n: int, vocabulary: int, seed: int) -> list[str]:
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
-    """One index searched by both backends; 150k passages so the windowed loop crosses windows."""
+    """One index searched by both backends; 150k passages in windows of 16k, so the windowed loop crosses windows
+    (and its last window is a partial one)."""
     directory = tmp_path_factory.mktemp("bm25") / "bm25"
     texts = _corpus(150_000, 4000, 0)
     BM25Index.build(texts, directory, show_progress=False)
@@ -36,7 +37,9 @@ def pair(tmp_path_factory):
     words = [f"term{i}" for i in range(4000)]
     queries = [" ".join(rng.choice(words, rng.integers(1, 60))) for _ in range(40)]
     queries += ["term0 term0 term1 term3999", "term0", "term3999 term3998", "and the of"]  # repeats, one term, rare
-    return BM25Index.load(directory, backend="numpy"), BM25Index.load(directory), queries, directory
+    compiled = BM25Index.load(directory)
+    compiled.compiled = bm25_compiled.CompiledSearch(compiled.model, window=1 << 14)
+    return BM25Index.load(directory, backend="numpy"), compiled, queries, directory
 
 
 def _bits(array: np.ndarray) -> list[int]:
@@ -68,7 +71,7 @@ def test_ties_are_broken_by_row_on_every_loop(pair):
 
 def test_window_loop_and_whole_array_loop_agree_on_every_query(pair):
     _, compiled, queries, _ = pair
-    windowed = bm25_compiled.CompiledSearch(compiled.model)
+    windowed = bm25_compiled.CompiledSearch(compiled.model, window=1 << 14)
     whole = bm25_compiled.CompiledSearch(compiled.model)
     whole.windowed = False
     from hyporag.retrieval.bm25 import tokenize
@@ -192,6 +195,6 @@ def test_a_second_process_loads_the_compiled_loops_from_the_disk_cache(tmp_path)
 
 
 def test_every_kernel_is_cached_on_disk_and_releases_the_gil():
-    for name in ("search_windowed", "search_whole", "score_rows_sorted", "search_two_stage", "postings_ascending"):
+    for name in ("search_windowed", "search_whole", "score_rows_sorted", "rescore_from_forward", "postings_ascending"):
         kernel = getattr(bm25_kernels, name)
         assert type(kernel._cache).__name__ == "FunctionCache" and kernel.targetoptions.get("nogil"), name
