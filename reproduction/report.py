@@ -55,9 +55,9 @@ def setting_flags(table: PaperTable, cells: list[Cell], corpus: str) -> tuple[li
         "parse": _distinct([p.get("parse") for p in programs]),
         "protocol": _distinct([p.get("protocol") for p in programs]),
     }
-    hcqr_k = [p.get("per_query_k") for p in programs if p.get("method") == "hcqr"]
-    if table.paper == "hcqr" and hcqr_k:
-        ours["per_query_k"] = _distinct(hcqr_k)
+    own_k = [p.get("per_query_k") for p in programs if p.get("method") == table.paper and "per_query_k" in p]
+    if own_k:  # the paper's own method retrieves k per query (HCQR's three queries)
+        ours["per_query_k"] = _distinct(own_k)
     differs, same = [], []
     for name, value in ours.items():
         expected = theirs.get(name)
@@ -124,7 +124,7 @@ def _overlap_rows(table: PaperTable, cells: list[Cell]) -> list[str]:
         for o in c.report["top5_overlap_on_disagreements"]:
             for side, other in (("a", "b"), ("b", "a")):
                 method, baseline = o[side], o[other]
-                if method == "chr":
+                if method == table.paper:  # the paper's method right, a baseline wrong
                     rows.append([c.dataset, c.variant, method, baseline, o[side + "_right_cases"],
                                  cell(o[side + "_right_no_shared"]), cell(o[side + "_right_mean_jaccard"]),
                                  _paper_value(table, "*", method, "cases", baseline),

@@ -109,7 +109,8 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     split = json.loads((out / "candidates" / methods[0] / "fit.json").read_text(encoding="utf-8"))["stages"]["split"]
     by_id = {e.id: e for e in examples}
     val, heldout = ([by_id[i] for i in split[k]] for k in ("val", "heldout"))
-    retriever = build_retriever(run, any(method_entry(m).program.uses_retrieval for m in (*methods, "rag")))
+    rule = SelectionRule(simplest=run.baseline, max_calls_per_question=settings.max_calls_per_question)
+    retriever = build_retriever(run, any(method_entry(m).program.uses_retrieval for m in (*methods, rule.simplest)))
 
     def frozen(method: str):
         return load_artifact(out / "candidates" / method / "artifact", retriever, roles)
@@ -119,8 +120,6 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
                     **run_record(programs, roles, retriever), "fit": str(out)}
         run_evaluation(programs, questions, where, recorded, threads=run.threads, progress=True)
         return read_results(where)
-
-    rule = SelectionRule(simplest="rag", max_calls_per_question=settings.max_calls_per_question)
 
     def validate() -> dict:
         programs = {m: frozen(m) for m in methods}
@@ -136,14 +135,14 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     chosen, runner_up = selection["chosen"], selection["runner_up"]
 
     def evaluate_heldout() -> dict:
-        names = list(dict.fromkeys([chosen, "rag", REFERENCE, *([runner_up] if runner_up else [])]))
-        programs = {m: frozen(m) if m in methods else build_program(m, run, retriever if m != REFERENCE else None,
-                                                                      roles) for m in names}
+        names = list(dict.fromkeys([chosen, rule.simplest, REFERENCE, *([runner_up] if runner_up else [])]))
+        programs = {m: frozen(m) if m in methods else build_program(
+            m, run, retriever if method_entry(m).program.uses_retrieval else None, roles) for m in names}
         rows = evaluated(programs, heldout, out / "heldout")
         return {"summary": f"held-out {len(heldout)}: " + ", ".join(
             f"{m} {sum(r['correct'] for r in rows if r['method'] == m) / len(heldout):.3f}" for m in names),
                 "accuracy": {m: sum(r["correct"] for r in rows if r["method"] == m) / len(heldout) for m in names},
-                "confirmation": _confirmation(rows, chosen, run.seed)}
+                "confirmation": _confirmation(rows, chosen, rule.simplest, run.seed)}
 
     if out_of_time("evaluate"):
         return FitResult(out, state.data)
@@ -174,15 +173,16 @@ def _candidates_record(out: Path, methods: list[str]) -> dict:
     return {"summary": f"{len(methods)} tuned and frozen", "cost": cost}
 
 
-def _confirmation(rows: list[dict], chosen: str, seed: int) -> dict:
-    """Whether held-out agrees with the choice: the chosen program against rag, paired (accuracy and log p(gold))."""
-    if chosen == "rag":
-        return {"confirms": None, "text": "rag was kept (no candidate beat it beyond chance on validation); held-out "
-                                          "shows how it compares with cot and the runner-up"}
-    paired = paired_measures(rows, "rag", seed).get(chosen) or {}
+def _confirmation(rows: list[dict], chosen: str, simplest: str, seed: int) -> dict:
+    """Whether held-out agrees with the choice: the chosen program against the simplest (rag), paired (accuracy and
+    log p(gold))."""
+    if chosen == simplest:
+        return {"confirms": None, "text": f"{simplest} was kept (no candidate beat it beyond chance on validation); "
+                                          "held-out shows how it compares with cot and the runner-up"}
+    paired = paired_measures(rows, simplest, seed).get(chosen) or {}
     accuracy, lead = paired.get("accuracy") or {}, paired.get(LEAD) or {}
     confirms = (accuracy.get("mean") or 0) >= 0 and (lead.get("mean") or 0) > 0
-    text = (f"{chosen} against rag on held-out: accuracy {cell(accuracy.get('mean'), '{:+.3f}')} (McNemar p "
+    text = (f"{chosen} against {simplest} on held-out: accuracy {cell(accuracy.get('mean'), '{:+.3f}')} (McNemar p "
             f"{cell(accuracy.get('mcnemar_p'))}), log p(gold) {cell(lead.get('mean'), '{:+.3f}')} (95% CI "
             f"{cell(lead.get('ci95_low'), '{:+.3f}')} to {cell(lead.get('ci95_high'), '{:+.3f}')}): "
             + ("held-out agrees with the choice" if confirms else "held-out does not confirm the choice"))

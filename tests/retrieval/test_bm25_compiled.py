@@ -126,6 +126,7 @@ def test_two_stage_keeps_exact_scores_and_overlaps_the_exact_top_15(pair):
     forward = load_forward(directory, search.num_docs, len(search.indices))
     assert int(forward[0][-1]) == len(search.indices)
     two_stage = bm25_compiled.TwoStageSearch(search, forward, depth=1000)
+    two_stage.long_from = 0  # every query with a rare term takes the two-stage path here, short ones too
     from hyporag.retrieval.bm25 import tokenize
 
     overlaps, used = [], 0
@@ -141,6 +142,22 @@ def test_two_stage_keeps_exact_scores_and_overlaps_the_exact_top_15(pair):
         overlaps.append(len(set(rows.tolist()) & set(exact_rows.tolist())) / 15)
     assert used >= 30  # most queries took the two-stage path
     assert np.mean(overlaps) >= 0.95
+
+
+def test_two_stage_answers_short_queries_exactly(pair, monkeypatch):
+    """A query reading fewer than 2 postings per passage costs little exactly: it is searched exactly, all terms."""
+    _, compiled, _, directory = pair
+    search = compiled.compiled
+    if not (directory.parent / "bm25-forward").is_dir():
+        build_forward(directory, search.num_docs)
+    two_stage = bm25_compiled.TwoStageSearch(search, load_forward(directory, search.num_docs, len(search.indices)))
+    calls = []
+    exact_top_k = search.top_k
+    monkeypatch.setattr(search, "top_k", lambda ids, k: calls.append((ids.tolist(), k)) or exact_top_k(ids, k))
+    short = np.asarray(compiled._term_ids(["term3999", "term0"]))
+    assert two_stage.document_frequency[short].sum() < 2 * search.num_docs
+    two_stage.top_k(short, 15)
+    assert calls == [(short.tolist(), 15)]  # one exact search over every term, no first stage
 
 
 def test_a_truncated_forward_index_is_refused(pair, tmp_path):
