@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import sys
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from hyporag.atomic import write_bytes_atomic, write_json_atomic, write_text_ato
 from hyporag.errors import HyporagError
 from hyporag.eval import decision
 from hyporag.eval import paper_analyses as analysis
-from hyporag.eval.results_store import ROWS, SETTINGS, latest_rows, read_rows
+from hyporag.eval.results_store import ROWS, latest_rows, read_rows, read_run_settings
 from hyporag.eval.summary import format_table, summarize
 
 
@@ -250,14 +249,10 @@ def current_rows(out_dir: str | Path) -> tuple[dict, list[dict], list[str], dict
     """A results directory's settings, its current rows (a superseded or stale row left out), its methods, and, for
     a partial run, its coverage (with `complete`: the questions every method has finished)."""
     out_dir = Path(out_dir)
-    settings_path, rows_path = out_dir / SETTINGS, out_dir / ROWS
-    for path in (settings_path, rows_path):
-        if not path.is_file():
-            raise HyporagError(f"{path}: not found; is {out_dir} a results directory of `hyporag eval`?")
-    try:
-        settings = json.loads(settings_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise HyporagError(f"{settings_path}: not valid JSON (line {exc.lineno})") from None
+    rows_path = out_dir / ROWS
+    settings = read_run_settings(out_dir)
+    if not rows_path.is_file():
+        raise HyporagError(f"{rows_path}: not found; is {out_dir} a results directory of `hyporag eval`?")
     methods = list(settings.get("methods") or [])
     current = settings.get("question_fingerprints")
     stored, damaged = read_rows(rows_path)

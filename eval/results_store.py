@@ -25,6 +25,27 @@ DROPPED = "results.jsonl.dropped"
 SETTINGS = "run.json"
 LOCK = ".lock"
 OWNER = ".lock.owner"
+RUN_SCHEMA = 2  # run.json's layout (1: before this field, read alike); a newer one is refused, never misread
+
+
+def read_run_settings(directory: str | Path) -> dict[str, Any]:
+    """A run directory's run.json, the one way every reader (report, view, merge, resume, tracking) loads it: one
+    line naming the file when it is missing, not JSON, not an object, or written by a newer hyporag."""
+    path = Path(directory) / SETTINGS
+    if not path.is_file():
+        raise HyporagError(f"{path}: not found; is {Path(directory)} a results directory of `hyporag eval`?")
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise HyporagError(f"{path}: not valid JSON ({getattr(exc, 'lineno', None) and f'line {exc.lineno}' or exc})"
+                           ) from None
+    if not isinstance(settings, dict):
+        raise HyporagError(f"{path}: not a run record (a JSON object)")
+    schema = settings.get("schema", 1)
+    if not isinstance(schema, int) or schema > RUN_SCHEMA:
+        raise HyporagError(f"{path}: run schema {schema!r} is newer than this hyporag reads ({RUN_SCHEMA}); upgrade "
+                           "hyporag to read it")
+    return settings
 
 
 def latest_rows(rows: Iterable[dict]) -> list[dict]:
@@ -91,7 +112,7 @@ class ResultsStore:
 
     def __init__(self, directory: str | Path, settings: dict[str, Any]):
         self.directory = Path(directory)
-        self.settings = settings
+        self.settings = {**settings, "schema": RUN_SCHEMA}
         self._lock = threading.Lock()
         self._handle = None
         self.dropped: list[int] = []
@@ -142,8 +163,10 @@ class ResultsStore:
         path = self.directory / SETTINGS
         if path.is_file():
             try:
-                previous = json.loads(path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError:
+                previous = read_run_settings(self.directory)
+            except HyporagError as error:
+                if "newer than" in str(error):  # never rewrite what a newer hyporag wrote
+                    raise
                 previous = None
             keys = ("dataset", "lms", "adapters", "budget", "reasoning", "retriever", "index_fingerprint",
                     "bm25_engine", "bm25_search", "program")

@@ -18,6 +18,7 @@ from hyporag.eval.evaluate import evaluate
 from hyporag.eval.report import write_report
 from hyporag.eval.results_store import ResultsStore
 from hyporag.eval.row import ResultRow
+from hyporag.eval.run_questions import question_record, write_questions
 from hyporag.eval.viewer import write_view
 from hyporag.questions.records import question_fingerprint
 
@@ -36,6 +37,7 @@ def run_evaluation(programs: dict[str, Callable], examples: Sequence[dspy.Exampl
         if stale:
             print(f"{out_dir}: {len(stale)} stored row(s) answered a question that has changed since (text, options "
                   f"or gold; first {stale[0]['question_id']}); answering them again", file=sys.stderr)
+        write_questions(out_dir, map(question_record, examples))  # the run holds what it asks: view needs no dataset
         skip = store.done(fingerprints)
         if judge is not None:  # rows finished before the judge was asked for are answered again, judged this time
             unjudged = {(r["question_id"], r["method"]) for r in store.latest()

@@ -19,7 +19,8 @@ from typing import Any
 
 from hyporag.atomic import write_text_atomic
 from hyporag.errors import ConfigError, HyporagError
-from hyporag.eval.results_store import ROWS, SETTINGS, ResultsStore
+from hyporag.eval.results_store import ROWS, SETTINGS, ResultsStore, read_run_settings
+from hyporag.eval.run_questions import read_questions, write_questions
 from hyporag.questions.records import question_fingerprint
 
 # run.json keys that may differ between shards of one run: where each machine keeps its files, and what is per shard
@@ -70,10 +71,7 @@ def _read_run(directory: Path) -> tuple[dict, list[dict]]:
     settings_path = directory / SETTINGS
     if not settings_path.is_file() or not (directory / ROWS).is_file():
         raise HyporagError(f"{directory}: not a results directory of `hyporag eval` (no {SETTINGS} or {ROWS})")
-    try:
-        settings = json.loads(settings_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise HyporagError(f"{settings_path}: not valid JSON (line {exc.lineno})") from None
+    settings = read_run_settings(directory)
     if not settings.get("shard"):
         raise HyporagError(f"{settings_path}: not a shard (run with --shard I/N); only shards are merged")
     from hyporag.eval.report import current_rows
@@ -137,8 +135,8 @@ def _interleaved(by_index: dict[int, list[str]]) -> list[str]:
 
 def _earlier_merge(out: Path) -> bool:
     try:
-        return "merged_from" in json.loads((out / SETTINGS).read_text(encoding="utf-8"))
-    except (OSError, ValueError, TypeError):
+        return "merged_from" in read_run_settings(out)
+    except (OSError, HyporagError):
         return False
 
 
@@ -197,6 +195,9 @@ def merge_runs(directories: Sequence[str | Path], out: str | Path) -> dict:
     try:
         with ResultsStore(staging, settings):
             write_text_atomic(staging / ROWS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+            kept = {q: record for d, _, _ in runs for q, record in read_questions(d).items()}
+            if kept:  # each shard's own questions, in the unsharded order
+                write_questions(staging, ({"id": q, **kept[q]} for q in order if q in kept))
         _swap_in(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

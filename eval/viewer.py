@@ -22,6 +22,7 @@ from hyporag.atomic import write_text_atomic
 from hyporag.errors import HyporagError
 from hyporag.eval.report import build_report, current_rows
 from hyporag.eval.results_store import ROWS
+from hyporag.eval.run_questions import read_questions
 
 VIEW = "report.html"
 GENERATOR = '<meta name="generator" content="hyporag view">'
@@ -48,10 +49,14 @@ def find_runs(paths: Iterable[str | Path]) -> list[Path]:
     return found
 
 
-def _questions_of(settings: dict, given: dict[str, dict] | None) -> tuple[dict[str, dict], str | None]:
-    """Question text and options by id: as given (the evaluation that just ran), else the run's dataset reloaded."""
+def _questions_of(settings: dict, given: dict[str, dict] | None, run_dir: Path) -> tuple[dict[str, dict], str | None]:
+    """Question text and options by id: as given (the evaluation that just ran), else the run's own questions.jsonl,
+    else (runs from before it) the run's dataset reloaded."""
     if given is not None:
         return given, None
+    kept = read_questions(run_dir)
+    if kept:
+        return {qid: {"question": q["question"], "options": q["options"]} for qid, q in kept.items()}, None
     from hyporag.questions.datasets import load_benchmark
 
     try:
@@ -92,7 +97,7 @@ def run_data(run_dir: Path, name: str, questions: dict[str, dict] | None = None,
     summary = build_report([r for r in rows if complete is None or r["question_id"] in complete], settings, methods)
     if coverage:
         summary["coverage"] = coverage
-    texts, question_note = _questions_of(settings, questions)
+    texts, question_note = _questions_of(settings, questions, run_dir)
     passages, passage_note = _passages_of(settings, {p for r in rows for p in r.get("passage_ids") or []}, index_dir)
     return {"name": name, "settings": settings, "summary": summary, "methods": methods,
             "rows": [{k: r.get(k) for k in ROW_FIELDS} for r in rows], "plots": _plots(run_dir),

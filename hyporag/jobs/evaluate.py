@@ -26,6 +26,7 @@ from hyporag.builders import (
     select_examples,
 )
 from hyporag.errors import HyporagError
+from hyporag.eval.results_store import read_run_settings
 from hyporag.eval.shards import Shard
 from hyporag.jobs.settings import EvalSettings
 from hyporag.jobs.speed import record_speed
@@ -156,8 +157,8 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
 def _recorded_endpoints(out: Path) -> dict:
     """What earlier sessions of this run recorded per endpoint (run.json is rewritten when a session starts)."""
     try:
-        return json.loads((out / "run.json").read_text(encoding="utf-8")).get("endpoints") or {}
-    except (OSError, json.JSONDecodeError):
+        return read_run_settings(out).get("endpoints") or {}
+    except (OSError, HyporagError):
         return {}
 
 
@@ -175,12 +176,11 @@ def _record_endpoints(out: Path, roles, earlier: dict) -> dict:
             for key, value in (before.get(base) or {}).items():
                 if isinstance(value, (int, float)) and key in counts:
                     counts[key] = round(counts[key] + value, 3)
-    path = out / "run.json"
     try:
-        settings = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        settings = read_run_settings(out)
+    except (OSError, HyporagError):
         return usage
-    write_json_atomic(path, {**settings, "endpoints": usage})
+    write_json_atomic(out / "run.json", {**settings, "endpoints": usage})
     return usage
 
 

@@ -187,3 +187,39 @@ def test_a_refused_merge_leaves_the_earlier_merge_as_it_was(project, tmp_path):
         hyporag.merge_runs([tmp_path / "s1", tmp_path / "s2"], tmp_path / "m")
     assert {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir() if p.is_file()} == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".m.")]  # no staging left behind
+
+
+def test_a_run_holds_its_questions_so_view_and_merge_need_no_dataset(project, tmp_path):
+    """Each run writes the questions it answered into its own directory; after the dataset file is gone, the viewer
+    still shows their text and a merge of the shards still has every question, in the unsharded order."""
+    shards = [tmp_path / f"s{i}" for i in (1, 2)]
+    for i, shard in enumerate(shards, start=1):
+        run(project, shard, f"{i}/2")
+    kept = [json.loads(line) for line in (shards[0] / "questions.jsonl").read_text().splitlines()]
+    assert kept and {"id", "question", "options", "gold", "fingerprint"} <= set(kept[0])
+    Path(project.dataset).unlink()  # the run moved to another machine, or its dataset file did
+    page = tmp_path / "page.html"
+    assert main(["view", str(shards[0]), "--out", str(page)]) == 0
+    html = page.read_text()
+    assert kept[0]["question"] in html and "question text not shown" not in html
+    assert main(["merge", *map(str, shards), "--out", str(tmp_path / "merged")]) == 0
+    merged = [json.loads(line)["id"] for line in (tmp_path / "merged" / "questions.jsonl").read_text().splitlines()]
+    order = list(json.loads((tmp_path / "merged" / "run.json").read_text())["question_fingerprints"])
+    assert merged == order and len(merged) == N
+
+
+def test_a_run_record_from_a_newer_hyporag_is_refused_by_every_reader(project, tmp_path, capsys):
+    """run.json carries its schema; report, view and a resumed eval refuse a newer one in one line, never misread it
+    and never rewrite it."""
+    run(project, tmp_path / "r")
+    record = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert record["schema"] == 2
+    (tmp_path / "r" / "run.json").write_text(json.dumps({**record, "schema": 99}))
+    for command in (["report", str(tmp_path / "r")], ["view", str(tmp_path / "r"), "--out", str(tmp_path / "p.html")]):
+        capsys.readouterr()
+        assert main(command) != 0
+        err = capsys.readouterr().err.strip()
+        assert "run schema 99 is newer than this hyporag reads (2)" in err and err.count("\n") == 0, command
+    with pytest.raises(HyporagError, match="newer than this hyporag"):
+        run(project, tmp_path / "r")
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["schema"] == 99

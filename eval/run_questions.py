@@ -1,0 +1,50 @@
+"""The questions a run answered (text, options, gold, fingerprint), kept in its own directory: the viewer, report
+and merge read them there, so a run copied to another machine, or whose dataset file has moved, still shows what
+it asked."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import dspy
+
+from hyporag.atomic import write_text_atomic
+from hyporag.questions.records import question_fingerprint
+
+QUESTIONS = "questions.jsonl"
+
+
+def question_record(example: dspy.Example) -> dict:
+    return {"id": example.id, "question": example.question, "options": dict(example.options),
+            "gold": example.answer, "fingerprint": question_fingerprint(example)}
+
+
+def read_questions(directory: str | Path) -> dict[str, dict]:
+    """The run's questions by id ({} for a run from before the file); a damaged line is left out with a note on
+    stderr, so one bad line costs its question's text, never the page."""
+    path = Path(directory) / QUESTIONS
+    if not path.is_file():
+        return {}
+    found, damaged = {}, []
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+        try:
+            record = json.loads(line)
+            found[str(record["id"])] = {"question": str(record["question"]), "options": dict(record["options"]),
+                                        "gold": record.get("gold"), "fingerprint": record.get("fingerprint")}
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            damaged.append(number)
+    if damaged:
+        print(f"{path}: line(s) {', '.join(map(str, damaged[:5]))} are not questions; left out", file=sys.stderr)
+    return found
+
+
+def write_questions(directory: str | Path, records: Iterable[dict]) -> None:
+    """Add these questions to the run's file (a question asked again in a later version replaces its record)."""
+    merged = read_questions(directory)
+    for record in records:
+        merged[str(record["id"])] = {k: v for k, v in record.items() if k != "id"}
+    write_text_atomic(Path(directory) / QUESTIONS, "".join(
+        json.dumps({"id": qid, **record}, ensure_ascii=False) + "\n" for qid, record in merged.items()))
