@@ -1,11 +1,12 @@
-"""Which engine holds an index's BM25 part: bm25s (exact scores over every passage) or tantivy (pruning).
+"""Which engine holds an index's BM25 part: bm25s (exact scores over every passage, on hyporag's compiled loop) or
+tantivy (pruning).
 
 Both index bm25s's tokens, so their rankings share terms and document lengths (docs/scale.md: top-15 overlap and
-latency of each at 71k, 1M and 5M passages on the queries hyporag sends). `auto` picks by the corpus's size: up to
-5M passages (the largest size measured) bm25s is faster on most of the queries hyporag sends and gives today's
-exact ranking; tantivy's block-max WAND grows more slowly with the corpus, and from `TANTIVY_FROM` passages the growth
-exponents measured between 1M and 5M put it ahead on the paper methods' queries too (an extrapolation, stated so in
-docs/scale.md).
+latency of each at 1M and 5M passages on the queries hyporag sends). On the compiled loop bm25s is the faster engine
+on every query set measured, and its cost is the floor Σdf x ns per posting, linear in the corpus; tantivy's pruning
+also stays linear, at a higher cost per query. What bm25s needs is its arrays in memory: an exhaustive search reads
+every posting of the query's terms, so `auto` picks bm25s while its index (~400 bytes a passage) fits in half of
+this machine's RAM, and tantivy (a quarter of the disk, block-max WAND) beyond, where bm25s would read from disk.
 """
 
 from __future__ import annotations
@@ -17,7 +18,28 @@ from hyporag.errors import ConfigError, IndexMismatchError
 
 ENGINES = ("bm25s", "tantivy")
 CHOICES = ("auto", *ENGINES)
-TANTIVY_FROM = 25_000_000  # passages; docs/scale.md, "BM25 engines on the queries hyporag sends"
+BM25S_BYTES_PER_PASSAGE = 400  # bm25s's index per passage: 403 MB at 1M, 2,005 MB at 5M (docs/scale.md)
+RAM_SHARE = 0.5  # of physical RAM that bm25s's arrays may take in the page cache
+
+
+def total_ram() -> float | None:
+    """Physical RAM in bytes (None where /proc/meminfo cannot be read)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def tantivy_from(ram: float | None) -> int:
+    """The corpus size from which `auto` builds tantivy: bm25s's index would outgrow RAM_SHARE of `ram`."""
+    return int(RAM_SHARE * ram / BM25S_BYTES_PER_PASSAGE) if ram else 25_000_000
+
+
+TANTIVY_FROM = tantivy_from(total_ram())  # passages, on this machine (24 GiB: ~31.6M)
 
 
 def resolve_engine(name: str, passages: int) -> str:

@@ -35,7 +35,8 @@ def add_parser(sub) -> None:
                        "that made them")
     build.add_argument("--bm25-engine", choices=BM25_CHOICES, help="BM25 engine: bm25s (exact scores over every "
                        "passage), tantivy (block-max WAND), or auto (default: tantivy from "
-                       f"{TANTIVY_FROM:,} passages on, where its slower growth puts it ahead; bm25s below)")
+                       f"{TANTIVY_FROM:,} passages on, where bm25s's arrays would outgrow half of this machine's "
+                       "RAM; bm25s below)")
     build.add_argument("--bm25-search", choices=BM25_SEARCHES, help="two-stage also writes the forward index the "
                        "two-stage search rescores from (as large as the BM25 part; exact, the default, needs none)")
     build.add_argument("--force", action="store_true", help="replace an index of another corpus in --index-dir, or "

@@ -87,6 +87,16 @@ def test_the_index_records_its_engine_and_auto_picks_by_size(tiny_corpus_dir, tm
     assert "p1" in [h.id for h in retriever.search("which cells secrete insulin", 3)]
 
 
+def test_auto_switches_to_tantivy_where_bm25s_would_outgrow_half_the_ram():
+    """bm25s reads every posting of a query's terms, so its arrays must stay in memory: ~400 bytes a passage."""
+    gib = 2**30
+    assert bm25_engines.tantivy_from(24 * gib) == int(0.5 * 24 * gib / 400)  # ~32M passages on this machine's kind
+    assert bm25_engines.tantivy_from(256 * gib) > 54_200_000  # MedCorp stays on bm25s with 256 GiB
+    assert bm25_engines.tantivy_from(None) == 25_000_000  # RAM unknown: the earlier threshold
+    assert bm25_engines.resolve_engine("auto", bm25_engines.TANTIVY_FROM - 1) == "bm25s"
+    assert bm25_engines.resolve_engine("auto", bm25_engines.TANTIVY_FROM) == "tantivy"
+
+
 def test_another_engines_index_is_refused_in_one_line_and_replaced_only_when_forced(tiny_corpus_dir, tmp_path):
     corpus = load_corpus(str(tiny_corpus_dir))
     directory = build_index(corpus, tmp_path / "ix", retriever="bm25", progress=False, log=lambda m: None,
