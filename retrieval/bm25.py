@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -65,11 +66,12 @@ class BM25Index:
 
     BACKENDS = ("numba", "numpy")
 
-    def __init__(self, model, backend: str = "numba", forward: tuple | None = None):
+    def __init__(self, model, backend: str = "numba", forward: tuple | None = None, **tuning: Any):
         """`numba` (the default) scores on the compiled path (retrieval/bm25_compiled.py); `numpy` is bm25s's
         np.add.at, kept as the reference the compiled path is tested against and as the fallback, announced on
         stderr, where numba cannot be imported. With `forward` (the forward index's arrays) searches are two-stage
-        (approximate, see TwoStageSearch); `score_rows` stays exact."""
+        (approximate, see TwoStageSearch); `score_rows` stays exact. `tuning` (window, rare_share, depth) is for
+        benchmarks: the defaults are the measured ones (docs/scale.md)."""
         if backend not in self.BACKENDS:
             raise ConfigError(f"unknown BM25 backend {backend!r}: use one of {', '.join(self.BACKENDS)}")
         self.model = model
@@ -79,7 +81,7 @@ class BM25Index:
         if backend == "numba":
             missing = numba_missing()
             if missing is None:
-                self.compiled = CompiledSearch(model)
+                self.compiled = CompiledSearch(model, window=tuning.get("window"))
             else:
                 warn_numpy_fallback(missing)
         self.backend = "numba" if self.compiled is not None else "numpy"
@@ -88,7 +90,8 @@ class BM25Index:
             if self.compiled is None:
                 raise ConfigError("the two-stage BM25 search runs on the compiled path and numba is unavailable; "
                                   "search with --bm25-search exact")
-            self.two_stage = TwoStageSearch(self.compiled, forward)
+            self.two_stage = TwoStageSearch(self.compiled, forward, **{k: v for k, v in tuning.items()
+                                                                         if k in ("rare_share", "depth")})
         self.search = "two-stage" if self.two_stage is not None else "exact"
 
     @classmethod
@@ -112,7 +115,7 @@ class BM25Index:
         return cls.load(directory)
 
     @classmethod
-    def load(cls, directory: str | Path, backend: str = "numba", search: str = "exact") -> BM25Index:
+    def load(cls, directory: str | Path, backend: str = "numba", search: str = "exact", **tuning: Any) -> BM25Index:
         """`search`: exact, or two-stage (needs the forward index `index build --bm25-search two-stage` writes)."""
         import bm25s
 
@@ -122,7 +125,7 @@ class BM25Index:
         forward = None
         if search == "two-stage":
             forward = load_forward(Path(directory), int(model.scores["num_docs"]), len(model.scores["indices"]))
-        return cls(model, backend=backend, forward=forward)
+        return cls(model, backend=backend, forward=forward, **tuning)
 
     def search_many(self, queries: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows and scores per query; a query with no indexable term (only stopwords, say) gets row -1 and
