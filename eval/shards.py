@@ -19,8 +19,10 @@ from typing import Any
 
 from hyporag.atomic import write_text_atomic
 from hyporag.errors import ConfigError, HyporagError
+from hyporag.eval.report import current_rows, report_from_dir
 from hyporag.eval.results_store import ROWS, SETTINGS, ResultsStore, read_run_settings
 from hyporag.eval.run_questions import read_questions, write_questions
+from hyporag.eval.viewer import write_view
 from hyporag.questions.records import question_fingerprint
 
 # run.json keys that may differ between shards of one run: where each machine keeps its files, and what is per shard
@@ -74,7 +76,6 @@ def _read_run(directory: Path) -> tuple[dict, list[dict]]:
     settings = read_run_settings(directory)
     if not settings.get("shard"):
         raise HyporagError(f"{settings_path}: not a shard (run with --shard I/N); only shards are merged")
-    from hyporag.eval.report import current_rows
 
     return settings, current_rows(directory)[1]
 
@@ -158,8 +159,6 @@ def _swap_in(staging: Path, out: Path) -> None:
 def merge_runs(directories: Sequence[str | Path], out: str | Path) -> dict:
     """Merge every shard of one run into `out` (rows in the unsharded order, run.json without the shard, the
     report and page redrawn) and return the report. `out` may be new or an earlier merge, never another run."""
-    from hyporag.eval.report import report_from_dir
-    from hyporag.eval.viewer import write_view
 
     if not directories:
         raise ConfigError("merge: give the shards' results directories")

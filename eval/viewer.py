@@ -23,6 +23,8 @@ from hyporag.errors import HyporagError
 from hyporag.eval.report import build_report, current_rows
 from hyporag.eval.results_store import ROWS
 from hyporag.eval.run_questions import read_questions
+from hyporag.questions.datasets import load_benchmark
+from hyporag.retrieval.store import PassageStore
 
 VIEW = "report.html"
 GENERATOR = '<meta name="generator" content="hyporag view">'
@@ -57,7 +59,6 @@ def _questions_of(settings: dict, given: dict[str, dict] | None, run_dir: Path) 
     kept = read_questions(run_dir)
     if kept:
         return {qid: {"question": q["question"], "options": q["options"]} for qid, q in kept.items()}, None
-    from hyporag.questions.datasets import load_benchmark
 
     try:
         loaded = load_benchmark(settings["dataset"], settings.get("data_dir"))
@@ -69,7 +70,6 @@ def _questions_of(settings: dict, given: dict[str, dict] | None, run_dir: Path) 
 def _passages_of(settings: dict, ids: set[str], index_dir: str | Path | None = None
                  ) -> tuple[dict[str, dict], str | None]:
     """Title and text of the retrieved passages, from the index the run recorded or the one given (read-only)."""
-    from hyporag.retrieval.store import PassageStore
 
     directory = index_dir or settings.get("index_dir")
     path = Path(directory) / PassageStore.FILENAME if directory else None

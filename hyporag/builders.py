@@ -7,12 +7,17 @@ import sys
 from pathlib import Path
 
 from hyporag.errors import HyporagError
-from hyporag.run_config import DEFAULT_CORPUS, RunConfig
+from hyporag.eval.prompt_fit import check_prompts_fit
+from hyporag.lm.client import ROLES, LMRoles, configure_cache
+from hyporag.lm.context_window import context_window
+from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest
+from hyporag.programs.registry import make_program, method_config, method_entry
+from hyporag.retrieval import build_index, default_index_dir, load_corpus, open_index
+from hyporag.retrieval.index import MANIFEST, is_complete, read_manifest
+from hyporag.run_config import DEFAULT_CORPUS, RunConfig, where
 
 
 def build_roles(config: RunConfig):
-    from hyporag.lm.client import ROLES, LMRoles, configure_cache
-
     configure_cache(enabled=not config.no_cache)
     return LMRoles.from_specs(config.lm, config.hypothesis_lm, config.answer_lm, config.judge_lm,
                               adapter=config.adapter, local_adapter=config.protocol.local_adapter,
@@ -33,7 +38,6 @@ def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = Non
     local medical corpus. A missing default index is built (BM25, seconds)."""
     if not needed:
         return None
-    from hyporag.retrieval import build_index, default_index_dir, load_corpus, open_index
 
     recorded = recorded or {}
     corpus = load_corpus(config.corpus or recorded.get("corpus_spec") or DEFAULT_CORPUS, config.data_dir)
@@ -66,8 +70,6 @@ def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = Non
 
 
 def _finished_index(directory: Path) -> bool:
-    from hyporag.retrieval.index import MANIFEST, is_complete, read_manifest
-
     if not (directory / MANIFEST).is_file():
         return False
     try:
@@ -78,7 +80,6 @@ def _finished_index(directory: Path) -> bool:
 
 def build_program(method: str, config: RunConfig, retriever, roles):
     """The method with its preset and the run's program settings on top (those it has)."""
-    from hyporag.programs.registry import make_program, method_config
 
     return make_program(method, retriever=retriever, roles=roles,
                         config=method_config(method, config.program_settings, source="settings"))
@@ -91,8 +92,6 @@ def artifact_config(config: RunConfig) -> RunConfig:
     program is evaluated as it was frozen, never silently as something else."""
     import json
 
-    from hyporag.optimizers.artifact import read_artifact_manifest
-    from hyporag.run_config import where
 
     manifest = read_artifact_manifest(config.program)
     frozen = manifest["program_settings"]
@@ -113,8 +112,6 @@ def artifact_config(config: RunConfig) -> RunConfig:
 def load_frozen(config: RunConfig, roles):
     """Load a frozen artifact on the index it was compiled against (its corpus and index unless --corpus or
     --index-dir say otherwise)."""
-    from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest
-    from hyporag.programs.registry import method_entry
 
     manifest = read_artifact_manifest(config.program)
     if config.adapter == "auto":
@@ -126,8 +123,6 @@ def load_frozen(config: RunConfig, roles):
 def fit_to_context(examples: list, where, programs: dict, roles, config: RunConfig) -> tuple[list, str]:
     """The examples whose largest answer prompt fits the answer LM's window (refused or skipped otherwise), and a
     note of what was checked for the run's settings."""
-    from hyporag.eval.prompt_fit import check_prompts_fit
-    from hyporag.lm.context_window import context_window
 
     window = context_window(roles.answer.lm, config.context_tokens, next(iter(config.endpoints("answer")), None))
     report = check_prompts_fit(examples, where, programs, window, config.max_tokens, config.skip_bad_rows)

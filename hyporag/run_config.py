@@ -19,6 +19,8 @@ from typing import Any
 
 from hyporag.errors import ConfigError
 from hyporag.programs.config import _base_type
+from hyporag.programs.protocol import protocol_of
+from hyporag.programs.registry import CONFIGS
 
 PROJECT_FILE = "hyporag.toml"
 DEFAULT_CORPUS = "medcorp-local"
@@ -96,7 +98,6 @@ class RunConfig:
     @property
     def protocol(self):
         """The protocol the run's programs (a frozen --program's own, once `artifact_config` applied it) run under."""
-        from hyporag.programs.protocol import protocol_of
 
         return protocol_of(self.program_settings)
 
@@ -118,8 +119,6 @@ RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"program_settings", "sources
 
 
 def program_fields() -> set[str]:
-    from hyporag.programs.registry import CONFIGS
-
     return {name for config in CONFIGS for name in config.__dataclass_fields__}
 
 
@@ -140,7 +139,6 @@ def read_project_file(path: Path | None) -> tuple[dict[str, Any], str | None]:
 
 def _field_types() -> dict[str, type]:
     """The base type of every run and program setting (int for `int | None`), to check a project file's values."""
-    from hyporag.programs.registry import CONFIGS
 
     out: dict[str, type] = {}
     for config in CONFIGS:

@@ -20,8 +20,19 @@ import dspy
 
 from hyporag.errors import ModelError
 from hyporag.lm.gguf import DEFAULT_MODEL, resolve_model_path
-from hyporag.lm.model_identity import identity_cache_scope
+from hyporag.lm.lean_adapter import LeanAdapter
+from hyporag.lm.local_engine import LocalEngine
+from hyporag.lm.model_identity import (
+    configure_identity_cache,
+    digest,
+    identity_cache_scope,
+    is_loopback,
+    local_identity,
+    register,
+    server_identity,
+)
 from hyporag.lm.pool import routed_lm
+from hyporag.lm.speculative import Speculative
 from hyporag.paths import cache_dir
 from hyporag.redact import basic_auth, redact_text, split_userinfo
 
@@ -34,7 +45,6 @@ LOOPBACK_TIMEOUT = 600.0
 
 def default_timeout(api_base: str | None) -> float:
     """Seconds per remote call when --timeout is not given: longer for a server on 127.0.0.1 (see above)."""
-    from hyporag.lm.model_identity import is_loopback
 
     return LOOPBACK_TIMEOUT if is_loopback(api_base) else DEFAULT_TIMEOUT
 
@@ -48,7 +58,6 @@ ROLES = ("hypothesis", "answer", "judge")
 
 def configure_cache(directory: str | os.PathLike | None = None, enabled: bool = True) -> Path:
     """DSPy's disk cache under the project cache dir, so an identical re-run costs no LM calls."""
-    from hyporag.lm.model_identity import configure_identity_cache
 
     path = Path(directory) if directory else cache_dir("dspy")
     configure_identity_cache(enable_disk_cache=enabled, enable_memory_cache=enabled, disk_cache_dir=str(path))
@@ -63,7 +72,6 @@ def build_lm(spec: str, api_base: str | Sequence[str] | None = None, api_key: st
     caps strings and lists (`cap_outputs`, the fast protocol) or keeps DSPy's schema as a server gets it (paper).
     Several `api_base`s make one LM over all of them (`hyporag.lm.router`); one behaves as a plain string.
     `speculative` is the embedded engine's decoding (hyporag.lm.speculative); a server sets its own."""
-    from hyporag.lm.model_identity import digest, local_identity, register, server_identity
 
     bases = [api_base] if isinstance(api_base, str) else list(api_base or [])
     if len(bases) > 1 and not spec.startswith("local:"):
@@ -74,12 +82,9 @@ def build_lm(spec: str, api_base: str | Sequence[str] | None = None, api_key: st
     api_base = bases[0] if bases else None
 
     if spec.startswith("local:"):
-        from hyporag.lm.local_engine import LocalEngine
-
         target = spec.removeprefix("local:") or DEFAULT_MODEL
         path = resolve_model_path(target)
         name = Path(target).stem if target.endswith(".gguf") else target
-        from hyporag.lm.speculative import Speculative
 
         mode = Speculative.parse(speculative)
         engine = LocalEngine(path, n_ctx=n_ctx, max_string_chars=320 if cap_outputs else None,
@@ -159,8 +164,6 @@ def adapter_for(lm: dspy.BaseLM, choice: str = "auto", local: str = "lean") -> d
         served = bool((getattr(lm, "kwargs", None) or {}).get("api_base") or getattr(lm, "_hyporag_endpoints", None))
         choice = local if is_local(lm) else "json" if served else "chat"
     if choice == "lean":
-        from hyporag.lm.lean_adapter import LeanAdapter
-
         return LeanAdapter()
     return dspy.JSONAdapter() if choice == "json" else dspy.ChatAdapter()
 

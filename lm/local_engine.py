@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hyporag.errors import ModelError
+from hyporag.lm.speculative import Speculative
 
 _SERVERS: dict[tuple[str, int], Any] = {}
 _SERVERS_LOCK = threading.Lock()
@@ -21,7 +22,6 @@ _SERVERS_LOCK = threading.Lock()
 def _server_for(path: Path, n_ctx: int, threads: int, cache_reuse: int = 0, host_cache_mib: int | None = None,
                 speculative: str = "none", slots: int = 1):
     """The process's one server for these settings (loading a model costs seconds and RAM)."""
-    from hyporag.lm.speculative import Speculative
 
     key = (str(path), n_ctx, cache_reuse, host_cache_mib, Speculative.parse(speculative, measuring=True).label, slots)
     with _SERVERS_LOCK:
@@ -36,7 +36,6 @@ def new_server(path: Path, n_ctx: int, threads: int, cache_reuse: int = 0, host_
     `slots` > 1 decodes that many requests together (their prompts share one `n_ctx` KV cache, so no request gets
     less context than with one slot): for bench/slots_ab.py, which found it no faster on 2 cores and its batched
     replies not always one slot's, so nothing else sets it."""
-    from hyporag.lm.speculative import Speculative
 
     try:
         import xllamacpp

@@ -23,6 +23,7 @@ from typing import Any
 import dspy
 from dspy.clients.cache import Cache
 
+from hyporag.lm.gguf import MODELS
 from hyporag.redact import basic_auth, split_userinfo
 
 _IDENTITIES: dict[tuple[str, str], str] = {}  # (model string, api_base) -> identity digest
@@ -36,7 +37,6 @@ def digest(record: dict[str, Any]) -> str:
 def local_identity(path: Path, alias: str | None = None) -> dict[str, Any]:
     """A packaged alias by its pinned sha256 (hashing 1 GB per start would cost seconds); any other file by its
     resolved path, size and modification time (an edited or replaced file is another model)."""
-    from hyporag.lm.gguf import MODELS
 
     if alias in MODELS:
         return {"kind": "gguf", "sha256": MODELS[alias].sha256}

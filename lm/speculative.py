@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hyporag.errors import ConfigError
+from hyporag.lm.gguf import resolve_model_path
 
 MODES = ("none", "ngram", "ngram-mod", "draft")
 DEFAULT_DRAFT = "qwen2.5-coder-0.5b"
@@ -69,8 +70,6 @@ class Speculative:
         elif self.mode == "ngram-mod":
             spec.types = [kinds.COMMON_SPECULATIVE_TYPE_NGRAM_MOD]
         else:
-            from hyporag.lm.gguf import resolve_model_path
-
             spec.types = [kinds.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
             spec.draft.mparams.path = str(resolve_model_path(self.draft))
             spec.draft.cpuparams.n_threads = threads

@@ -18,6 +18,7 @@ from typing import Any
 
 from hyporag.errors import HyporagError, IndexMismatchError
 from hyporag.manifests import read_json_object
+from hyporag.programs.registry import make_program, method_config
 from hyporag.retrieval.bm25_engines import engine_of_retriever, search_of_retriever
 
 FORMAT = "hyporag-artifact"
@@ -139,7 +140,6 @@ def refuse_predictor_lms(state_path: Path) -> None:
 
 def load_artifact(directory: str | Path, retriever, roles):
     """Rebuild the frozen program on this retriever and these LMs; refuses any mismatch with one line."""
-    from hyporag.programs.registry import make_program, method_config
 
     directory = Path(directory)
     manifest = read_artifact_manifest(directory)

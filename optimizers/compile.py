@@ -15,6 +15,7 @@ import dspy
 
 from hyporag.errors import ConfigError
 from hyporag.eval.dspy_metrics import gepa_feedback
+from hyporag.eval.evaluate import evaluate
 from hyporag.lm.cost import CostMeter
 
 OPTIMIZERS = ("bootstrap", "bootstrap-rs", "mipro", "gepa")
@@ -34,7 +35,6 @@ class CompileResult:
 def score(program, examples: list, metric, threads: int = 1) -> float:
     """Mean metric over examples (a failing example scores 0), as a fraction in [0, 1]: the evaluation loop's own
     rows, so validation runs exactly as `hyporag eval` does."""
-    from hyporag.eval.evaluate import evaluate
 
     rows = evaluate({getattr(program, "method", "program"): program}, examples, threads, metric=metric,
                     progress=True, desc="validation")

@@ -20,6 +20,7 @@ from typing import Any
 from hyporag.atomic import write_json_atomic
 from hyporag.errors import HyporagError
 from hyporag.lm.cost import CostMeter
+from hyporag.questions.records import question_fingerprint
 
 STAGES = ("index", "split", "tune", "compile", "freeze", "evaluate", "report")
 
@@ -50,7 +51,6 @@ class FitPlan:
 
 def questions_fingerprint(examples: list) -> str:
     """The contents of a question set, in order: what a fit's every stage was computed from."""
-    from hyporag.questions.records import question_fingerprint
 
     joined = "\n".join(f"{e.id}:{question_fingerprint(e)}" for e in examples)
     return hashlib.sha256(joined.encode("utf-8")).hexdigest()[:16]

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hyporag.errors import HyporagError
+from hyporag.eval.evaluate import evaluate
 from hyporag.optimizers.study_storage import (
     claim,
     heartbeat,
@@ -23,6 +24,7 @@ from hyporag.optimizers.study_storage import (
     worker_id,
 )
 from hyporag.programs.config import ProgramConfig
+from hyporag.programs.registry import make_program
 
 __all__ = ["best_program", "best_trial", "open_study", "recover_stale_trials", "run_study", "score_trial",
            "study_report", "variant"]
@@ -30,7 +32,6 @@ __all__ = ["best_program", "best_trial", "open_study", "recover_stale_trials", "
 
 def variant(base, roles, config: ProgramConfig):
     """`base` with another config, keeping its tuned prompts and demos (one per Optuna trial)."""
-    from hyporag.programs.registry import make_program
 
     program = make_program(base.method, retriever=base.retriever, roles=roles, config=config)
     program.load_state(base.dump_state())
@@ -70,7 +71,6 @@ def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1
     hopeless trial between chunks. Errors score 0 and are counted in the trial's `errors` attribute."""
     import optuna
 
-    from hyporag.eval.evaluate import evaluate
 
     total, errors, done = 0.0, [], 0
     for start in range(0, len(valset), report_every):

@@ -9,6 +9,7 @@ from typing import ClassVar
 from hyporag.lm.cost import CostMeter
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.config import ProgramConfig, flag
+from hyporag.programs.cross_encoder import CrossEncoderReranker
 from hyporag.programs.hypothesis import Hypothesis
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.query import WeightedQuery
@@ -66,8 +67,6 @@ class RerankRAG(MCQProgram):
         super().__init__(*args, **kwargs)
         self.pool = self.config.pool or 2 * self.budget
         if reranker is None and self.config.cross_encoder:
-            from hyporag.programs.cross_encoder import CrossEncoderReranker
-
             reranker = CrossEncoderReranker(self.config.cross_encoder)
         self.reranker = reranker
         self.snippet_chars = self.config.snippet_chars

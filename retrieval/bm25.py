@@ -9,28 +9,12 @@ from typing import Any
 import numpy as np
 
 from hyporag.errors import ConfigError
+from hyporag.retrieval.bm25_chunked import build_chunked
 from hyporag.retrieval.bm25_compiled import CompiledSearch, TwoStageSearch, numba_missing, warn_numpy_fallback
 from hyporag.retrieval.bm25_forward import load_forward
+from hyporag.retrieval.bm25_tokens import TOKENIZER, stemmer, tokenize  # noqa: F401 - TOKENIZER: public here too
 
 SEARCHES = ("exact", "two-stage")
-TOKENIZER = "bm25s.tokenize(stopwords=en, PyStemmer english)"
-
-
-def stemmer():
-    try:
-        import Stemmer
-    except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
-        return None
-    return Stemmer.Stemmer("english")
-
-
-def tokenize(texts: list[str], word_stemmer) -> list[list[str]]:
-    """bm25s's tokens (English stopwords out, stemmed): every engine indexes and queries these, so they share terms."""
-    import bm25s
-
-    return bm25s.tokenize(texts, stopwords="en", stemmer=word_stemmer, return_ids=False, show_progress=False)
-
-
 BLOCK = 1024  # rows per block of the top-k selection
 
 
@@ -109,7 +93,6 @@ class BM25Index:
     def build_in_chunks(cls, batches: Iterable[list[str]], directory: str | Path, k1: float = 1.5, b: float = 0.75,
                         show_progress: bool = True) -> BM25Index:
         """The same index as `build` (bm25s's files and scores) with one batch of texts in memory at a time."""
-        from hyporag.retrieval.bm25_chunked import build_chunked
 
         build_chunked(batches, Path(directory), stemmer(), k1, b, progress=show_progress)
         return cls.load(directory)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyporag.retrieval.bm25 import tokenize
+from hyporag.retrieval.bm25_tokens import tokenize
 
 
 def build_chunked(batches: Iterable[list[str]], directory: Path, stemmer, k1: float = 1.5, b: float = 0.75,

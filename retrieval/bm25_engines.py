@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from hyporag.errors import ConfigError, IndexMismatchError
+from hyporag.retrieval.bm25 import SEARCHES, TOKENIZER, BM25Index
+from hyporag.retrieval.bm25_tantivy import TantivyBM25Index
 
 ENGINES = ("bm25s", "tantivy")
 CHOICES = ("auto", *ENGINES)
@@ -54,19 +56,14 @@ def resolve_engine(name: str, passages: int) -> str:
 def engine_class(name: str):
     """The index class of an engine (tantivy imported only when asked for)."""
     if name == "bm25s":
-        from hyporag.retrieval.bm25 import BM25Index
-
         return BM25Index
     if name == "tantivy":
-        from hyporag.retrieval.bm25_tantivy import TantivyBM25Index
-
         return TantivyBM25Index
     raise ConfigError(f"unknown BM25 engine {name!r}: use one of {', '.join(ENGINES)}")
 
 
 def part_record(name: str) -> dict:
     """What the manifest keeps of a BM25 part: enough to tell two engines' (or two settings') scores apart."""
-    from hyporag.retrieval.bm25 import TOKENIZER
 
     cls = engine_class(name)
     return {"engine": name, "tokenizer": TOKENIZER, "k1": cls.K1, "b": cls.B}
@@ -105,7 +102,6 @@ def bm25_engine_of(directory: Path, manifest: dict[str, Any], asked: str | None)
 
 def check_search(directory: Path, manifest: dict[str, Any], asked: str | None) -> str:
     """The BM25 search a load uses (exact unless asked): two-stage needs the forward index part, built by bm25s."""
-    from hyporag.retrieval.bm25 import SEARCHES
 
     search = asked or "exact"
     if search not in SEARCHES:

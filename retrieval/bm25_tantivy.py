@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from hyporag.errors import ConfigError
+from hyporag.retrieval.bm25_tokens import stemmer, tokenize
 
 TOKENS_FIELD, ROW_FIELD = "tokens", "row"
 WRITER_HEAP = 1 << 30  # bytes of indexing buffer over all writer threads (fewer, larger segments)
@@ -36,8 +37,6 @@ class TantivyBM25Index:
     K1, B = 1.2, 0.75  # tantivy's constants (not settable); recorded in the manifest
 
     def __init__(self, index) -> None:
-        from hyporag.retrieval.bm25 import stemmer
-
         self.index = index
         self.searcher = index.searcher()
         self.schema = index.schema
@@ -50,7 +49,6 @@ class TantivyBM25Index:
         """Index every batch's texts, row numbers in order; one batch of token lists in memory at a time."""
         from tqdm import tqdm
 
-        from hyporag.retrieval.bm25 import stemmer, tokenize
 
         tantivy = _tantivy()
         directory = Path(directory)
@@ -87,7 +85,6 @@ class TantivyBM25Index:
 
     def search_many(self, queries: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows and scores per query, best first; a query with no indexable term gets row -1 and score 0."""
-        from hyporag.retrieval.bm25 import tokenize
 
         k = min(k, self.size)
         rows = np.full((len(queries), k), -1, dtype=np.int64)
@@ -101,7 +98,6 @@ class TantivyBM25Index:
     def score_rows(self, query: str, rows: np.ndarray) -> np.ndarray:
         """BM25 scores of one query against given rows (CHR's candidate union): the query restricted to those rows
         by a zero-scoring filter, so each row's score is the one a search gives it; a row no term matches gets 0."""
-        from hyporag.retrieval.bm25 import tokenize
 
         tantivy = _tantivy()
         out = np.zeros(len(rows), dtype=np.float32)

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from hyporag.errors import DataError
-from hyporag.paths import data_root
-from hyporag.retrieval.hub_corpus import HUB_CORPORA
+from hyporag.paths import cache_dir, data_root
+from hyporag.retrieval.hub_corpus import HUB_CORPORA, hub_files
 
 
 class Passage(NamedTuple):
@@ -135,8 +135,6 @@ def load_corpus(name_or_path: str, data_dir: str | Path | None = None) -> Corpus
 
 def _hub_corpus(name: str) -> Corpus:
     """Stream a hub corpus into the cache once, so it streams and fingerprints like a local one."""
-    from hyporag.paths import cache_dir
-    from hyporag.retrieval.hub_corpus import hub_files
 
     files = hub_files(name, cache_dir("corpora"))
     return Corpus(name, files, "huggingface-hub:" + ",".join(HUB_CORPORA[name]))

@@ -14,6 +14,7 @@ import numpy as np
 
 from hyporag.errors import ConfigError, IndexMismatchError
 from hyporag.retrieval.dense import ADD_CHUNK, IVF_KINDS, build_threads, trained_ivf
+from hyporag.retrieval.index import _save, read_manifest
 
 
 def _check_kind(kind: str) -> None:
@@ -103,7 +104,6 @@ def _write(index, path: Path, data_name: str | None = None) -> Path:
 
 def merge_into_index(index_dir: Path, kind: str, count: int) -> Path:
     """`merge` in an index directory, then the manifest lists the merged kind and checksums its two files."""
-    from hyporag.retrieval.index import _save, read_manifest
 
     index_dir = Path(index_dir)
     manifest = read_manifest(index_dir)

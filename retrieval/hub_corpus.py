@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from hyporag.errors import DataError
+from hyporag.hub import hub_load
 
 HUB_CORPORA: dict[str, tuple[str, ...]] = {
     "textbooks": ("MedRAG/textbooks",),
@@ -45,7 +46,6 @@ def materialise(hub_id: str, target: Path, progress: bool = True) -> Path:
     """Stream one hub corpus into `target` (resuming a partial download); returns the finished file."""
     from tqdm import tqdm
 
-    from hyporag.hub import hub_load
 
     if target.exists():
         return target

@@ -32,7 +32,7 @@ from hyporag.retrieval.bm25_engines import (
 )
 from hyporag.retrieval.bm25_forward import DIRNAME as FORWARD_DIR
 from hyporag.retrieval.bm25_forward import build_forward
-from hyporag.retrieval.corpus import Corpus
+from hyporag.retrieval.corpus import Corpus, load_corpus
 from hyporag.retrieval.dense import DenseIndex
 from hyporag.retrieval.dense_part import build_dense, open_dense
 from hyporag.retrieval.embedder import DEFAULT_EMBEDDER
@@ -54,8 +54,6 @@ def default_index_dir(corpus: Corpus | str, data_dir: str | Path | None = None) 
     """`indexes/<name>-<hash of the corpus source>`: two corpora whose files share a stem (`notes.jsonl` in two
     folders) get two directories, so building one never replaces the other's index."""
     if isinstance(corpus, str):
-        from hyporag.retrieval.corpus import load_corpus
-
         corpus = load_corpus(corpus, data_dir)
     key = hashlib.sha256(corpus.source.encode("utf-8")).hexdigest()[:10]
     directory = cache_dir("indexes") / f"{corpus.name}-{key}"

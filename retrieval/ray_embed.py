@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from hyporag.errors import ConfigError, HyporagError
+from hyporag.retrieval.encoders import EncoderSpec, make_encoder
 from hyporag.retrieval.vector_shards import PendingShard
 
 INSTALL_HINT = "pip install 'hyporag[ray]' (Ray Data; the same version on every node of the cluster)"
@@ -42,8 +43,6 @@ class PassageEncoder:
     """The callable class Ray Data runs in each actor: loads the encoder once, then encodes batches of rows."""
 
     def __init__(self, spec: dict[str, Any], batch_size: int, threads: int | None):
-        from hyporag.retrieval.encoders import EncoderSpec, make_encoder
-
         if threads:
             import torch
 

@@ -65,7 +65,6 @@ def test_public_api_is_lazy_and_complete():
 
 def test_demo_runs_the_evaluation_directly_with_its_settings(monkeypatch, capsys):
     import hyporag.cli.demo as demo
-    import hyporag.eval.report as report
     from hyporag.cli import main
     from hyporag.jobs.evaluate import EvalReport
 
@@ -74,7 +73,7 @@ def test_demo_runs_the_evaluation_directly_with_its_settings(monkeypatch, capsys
                 "seconds_per_q": 4.0}]
     done = EvalReport("runs/x", {"methods": summary}, 16)
     monkeypatch.setattr(demo, "evaluate", lambda config: seen.setdefault("config", config) and done)
-    monkeypatch.setattr(report, "markdown", lambda result: "FULL TABLES")
+    monkeypatch.setattr(demo, "markdown", lambda result: "FULL TABLES")  # demo imports it at module level
     assert main(["demo", "--out", "runs/x"]) == 0
     config = seen["config"]
     assert (config.dataset, config.methods, config.limit, config.out) == (

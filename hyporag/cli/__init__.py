@@ -29,6 +29,7 @@ from hyporag.cli import (
 )
 from hyporag.cli.common import load_settings
 from hyporag.errors import DiskFullError, HyporagError
+from hyporag.lm.client import explain_lm_error
 from hyporag.redact import printable, redact_text
 from hyporag.run_config import PROJECT_FILE, RunConfig
 
@@ -87,7 +88,6 @@ def main(argv: list[str] | None = None) -> int:
                 return full.exit_code
         if args.debug or not isinstance(exc, LMError):
             raise
-        from hyporag.lm.client import explain_lm_error
 
         print(f"hyporag: error: LM backend: {explain_lm_error(exc)}", file=sys.stderr)
         return 3

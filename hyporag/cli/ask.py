@@ -10,6 +10,7 @@ import time
 from hyporag.builders import artifact_config, build_program, build_retriever, build_roles, fit_to_context, load_frozen
 from hyporag.cli.common import add_data_args, add_lm_args, add_program_args
 from hyporag.errors import HyporagError
+from hyporag.programs.registry import method_entry
 from hyporag.redact import printable
 from hyporag.run_config import RunConfig
 
@@ -46,7 +47,6 @@ def _parse_options(raw: list[str]) -> dict[str, str]:
 def run(args: argparse.Namespace, config: RunConfig) -> int:
     import dspy
 
-    from hyporag.programs.registry import method_entry
 
     if not args.question.strip():
         raise HyporagError("--question: the question is empty")

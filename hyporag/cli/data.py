@@ -6,6 +6,9 @@ import argparse
 
 from hyporag.cli.common import add_data_args
 from hyporag.errors import HyporagError
+from hyporag.questions.datasets import BENCHMARKS, load_benchmark
+from hyporag.retrieval.corpus import CORPORA, load_corpus
+from hyporag.retrieval.hub_corpus import HUB_CORPORA
 from hyporag.run_config import RunConfig
 
 
@@ -25,10 +28,6 @@ def _describe_corpus(corpus) -> tuple[int, str]:
 
 
 def run(args: argparse.Namespace, config: RunConfig) -> int:
-    from hyporag.questions.datasets import BENCHMARKS, load_benchmark
-    from hyporag.retrieval.corpus import CORPORA, load_corpus
-    from hyporag.retrieval.hub_corpus import HUB_CORPORA
-
     loaders = [("dataset", n, lambda n: _describe_dataset(load_benchmark(n, config.data_dir))) for n in BENCHMARKS]
     loaders += [("corpus", n, lambda n: _describe_corpus(load_corpus(n, config.data_dir))) for n in CORPORA]
     for kind, name, describe in loaders:

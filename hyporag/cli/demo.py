@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from hyporag.cli.common import add_data_args
+from hyporag.eval.report import cell, markdown
 from hyporag.jobs.evaluate import evaluate
 from hyporag.run_config import RunConfig
 
@@ -21,7 +22,6 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace, config: RunConfig) -> int:
     """The main job: a side-by-side run sized for ~5 minutes of a 2-core CPU with the embedded 1.5B, led by what a
     newcomer should see: accuracy beside how often the correct option's text reached the context."""
-    from hyporag.eval.report import cell, markdown
 
     questions, budget, methods = DEMO_QUESTIONS, 3, DEMO_METHODS
     print(f"demo: {questions} mmlu-med-dev questions, methods {methods}, context budget B={budget} passages, "

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 from hyporag.cli.common import add_data_args, add_lm_args, add_program_args, add_run_args, load_settings
+from hyporag.eval.ci_gate import parse_bars
+from hyporag.eval.report import markdown
 from hyporag.jobs.evaluate import evaluate
 from hyporag.jobs.settings import EvalSettings
 
@@ -32,9 +34,6 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hyporag.eval.ci_gate import parse_bars
-    from hyporag.eval.report import markdown
-
     bars = parse_bars(args.fail_under) if args.fail_under else None
     config, settings = load_settings(args, EvalSettings, {"fail_under": bars})
     result = evaluate(config, settings)

@@ -8,10 +8,14 @@ from pathlib import Path
 
 from hyporag.cli.common import add_data_args
 from hyporag.errors import HyporagError
+from hyporag.eval.shards import Shard
+from hyporag.retrieval import build_index, load_corpus
 from hyporag.retrieval.bm25 import SEARCHES as BM25_SEARCHES
 from hyporag.retrieval.bm25_engines import CHOICES as BM25_CHOICES
 from hyporag.retrieval.bm25_engines import TANTIVY_FROM
 from hyporag.retrieval.dense import FAISS_KINDS
+from hyporag.retrieval.embedder import DEFAULT_EMBEDDER
+from hyporag.retrieval.faiss_shards import add_shard, merge_into_index, train
 from hyporag.run_config import RunConfig
 
 
@@ -56,8 +60,6 @@ def add_parser(sub) -> None:
 
 def run_sharded_faiss(args: argparse.Namespace) -> int:
     """The three steps of a sharded FAISS build: train once, add each shard anywhere, merge."""
-    from hyporag.eval.shards import Shard
-    from hyporag.retrieval.faiss_shards import add_shard, merge_into_index, train
 
     dense = Path(args.index_dir) / "dense"
     if not (dense / "vectors.npy").is_file():
@@ -75,9 +77,6 @@ def run_sharded_faiss(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace, config: RunConfig) -> int:
-    from hyporag.retrieval import build_index, load_corpus
-    from hyporag.retrieval.embedder import DEFAULT_EMBEDDER
-
     corpus = load_corpus(config.corpus or "medcorp-local", config.data_dir)
     started = time.perf_counter()
     retriever = args.retriever or ("both" if args.vectors else "bm25")

@@ -7,6 +7,9 @@ import argparse
 from pathlib import Path
 
 from hyporag.errors import ConfigError
+from hyporag.eval.report import markdown
+from hyporag.eval.shards import merge_runs
+from hyporag.jobs.reproduce import merge_tables
 
 
 def add_parser(sub) -> None:
@@ -16,10 +19,6 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hyporag.eval.report import markdown
-    from hyporag.eval.shards import merge_runs
-    from hyporag.jobs.reproduce import merge_tables
-
     tables = [(Path(d) / "table.json").is_file() for d in args.shards]
     if any(tables) and not all(tables):
         raise ConfigError("merge: give either eval shards or reproduce shards (<out>/<table>), not both")

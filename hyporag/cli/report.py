@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from hyporag.eval.report import markdown, report_from_dir
+from hyporag.eval.viewer import write_view
 from hyporag.run_config import RunConfig
 
 
@@ -14,9 +16,6 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace, config: RunConfig) -> int:
-    from hyporag.eval.report import markdown, report_from_dir
-    from hyporag.eval.viewer import write_view
-
     result = report_from_dir(args.run_dir)
     print(markdown(result))
     view = write_view([args.run_dir])

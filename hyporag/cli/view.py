@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from hyporag.eval.viewer import serve_view, write_view
+
 
 def add_parser(sub) -> None:
     view = sub.add_parser("view", help="one self-contained HTML page of runs: summary, question table, side by side")
@@ -16,8 +18,6 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hyporag.eval.viewer import serve_view, write_view
-
     if args.serve:
         serve_view(args.run_dirs, args.port, index_dir=args.index_dir)
         return 0

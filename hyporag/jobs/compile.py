@@ -11,8 +11,11 @@ from typing import Any
 from hyporag.builders import artifact_config
 from hyporag.jobs.evaluate import as_roles
 from hyporag.jobs.optimizing import base_program, make_metric_for, optimizer_splits, reflection_lm
+from hyporag.jobs.program import load_program
 from hyporag.jobs.settings import CompileSettings
 from hyporag.jobs.tracking import tracked_job
+from hyporag.optimizers.artifact import save_artifact
+from hyporag.optimizers.compile import compile_program
 from hyporag.run_config import RunConfig
 
 
@@ -29,7 +32,6 @@ class CompileResult:
 
     def load(self, roles=None, run: RunConfig | None = None):
         """The frozen program (a dspy.Module) on the index it was compiled against."""
-        from hyporag.jobs.program import load_program
 
         return load_program(self.artifact, roles=roles, run=run)
 
@@ -49,9 +51,6 @@ def compile(settings: CompileSettings, run: RunConfig | None = None, roles=None,
 
 
 def _compile(settings: CompileSettings, run: RunConfig, roles, program, examples) -> CompileResult:
-    from hyporag.optimizers.artifact import save_artifact
-    from hyporag.optimizers.compile import compile_program
-
     if run.program:  # a frozen start point brings its own settings (protocol included) for the LMs too
         run = artifact_config(run)
     roles = as_roles(roles, run)

@@ -21,6 +21,12 @@ import numpy as np
 from hyporag.atomic import write_json_atomic
 from hyporag.errors import ConfigError
 from hyporag.jobs.settings import EmbedSettings
+from hyporag.retrieval.corpus import load_corpus
+from hyporag.retrieval.encoders import encoder_spec, make_encoder
+from hyporag.retrieval.passage_split import SplitReport, split_long_passages
+from hyporag.retrieval.ray_embed import connect, encode_on_ray
+from hyporag.retrieval.store import passage_text
+from hyporag.retrieval.vector_shards import PendingShard, VectorShards, plan_shards
 from hyporag.run_config import DEFAULT_CORPUS, RunConfig
 
 REPORT_FILE = "embed-report.json"
@@ -56,9 +62,6 @@ def _log(message: str) -> None:
 
 
 def _passages(run: RunConfig, settings: EmbedSettings):
-    from hyporag.retrieval.corpus import load_corpus
-    from hyporag.retrieval.passage_split import SplitReport, split_long_passages
-
     corpus = load_corpus(run.corpus or DEFAULT_CORPUS, run.data_dir)
     return corpus, split_long_passages(corpus, SplitReport(settings.max_passage_chars))
 
@@ -67,8 +70,6 @@ def embed(settings: EmbedSettings, run: RunConfig | None = None, progress: bool 
     """Encode every shard of the corpus not already in `settings.out`; returns what was done."""
     from tqdm import tqdm
 
-    from hyporag.retrieval.encoders import encoder_spec
-    from hyporag.retrieval.vector_shards import PendingShard, VectorShards, plan_shards
 
     run = run or RunConfig()
     if not settings.out:
@@ -115,8 +116,6 @@ def embed(settings: EmbedSettings, run: RunConfig | None = None, progress: bool 
 
 def _embed_here(settings: EmbedSettings, spec, pending: Iterator, write, bar) -> None:
     """This machine: one encoder in process, or sentence-transformers' multi-process pool (one per GPU, or CPUs)."""
-    from hyporag.retrieval.encoders import make_encoder
-    from hyporag.retrieval.store import passage_text
 
     encoder = None
     pool = None
@@ -149,7 +148,6 @@ def _embed_here(settings: EmbedSettings, spec, pending: Iterator, write, bar) ->
 
 def _embed_on_ray(settings: EmbedSettings, spec: dict, pending: Iterator, write, bar, log) -> None:
     """The pending shards in windows of about `settings.window` passages, each one Ray Data job."""
-    from hyporag.retrieval.ray_embed import connect, encode_on_ray
 
     connect(settings.ray, log)
     window, size = [], 0

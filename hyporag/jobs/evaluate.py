@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hyporag.atomic import write_json_atomic
 from hyporag.builders import (
     artifact_config,
     build_program,
@@ -26,11 +27,16 @@ from hyporag.builders import (
     select_examples,
 )
 from hyporag.errors import HyporagError
+from hyporag.eval import runner
+from hyporag.eval.ci_gate import check_bars, refuse_unknown_bars, write_junit, write_junit_error
 from hyporag.eval.results_store import read_run_settings
 from hyporag.eval.shards import Shard
 from hyporag.jobs.settings import EvalSettings
 from hyporag.jobs.speed import record_speed
 from hyporag.jobs.tracking import code_version, flat_params, report_metrics, tracked
+from hyporag.lm.client import LMRoles
+from hyporag.programs.judge import ContextJudge
+from hyporag.programs.registry import method_entry
 from hyporag.questions.datasets import load_benchmark
 from hyporag.questions.records import examples_from_python
 from hyporag.retrieval.bm25_engines import engine_of_retriever, search_of_retriever
@@ -64,7 +70,6 @@ class EvalReport:
 
 def as_roles(roles, config: RunConfig):
     """LMRoles as given, one dspy.LM for every role, or (None) the run's LM specs."""
-    from hyporag.lm.client import LMRoles
 
     if roles is None:
         return build_roles(config)
@@ -96,10 +101,6 @@ def log_evaluation(tracker, report: dict, out: Path, prefix: str = "", under: st
 
 def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs, progress: bool, dataset_name: str,
               suite: str, out: Path, tracker) -> EvalReport:
-    from hyporag.eval import runner
-    from hyporag.eval.ci_gate import check_bars, refuse_unknown_bars, write_junit, write_junit_error
-    from hyporag.programs.judge import ContextJudge
-
     try:
         examples, where, source, size = _questions(run, examples)
         shard = Shard.parse(settings.shard, "eval: shard") if settings.shard else None
@@ -115,8 +116,6 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
             frozen = load_frozen(run, roles)
             retriever, programs = frozen.retriever, {f"{frozen.method}@{Path(run.program).name}": frozen}
         else:
-            from hyporag.programs.registry import method_entry
-
             uses = [method_entry(m).program.uses_retrieval for m in run.method_list]
             retriever = build_retriever(run, any(uses))
             programs = {m: build_program(m, run, retriever, roles) for m in run.method_list}
@@ -165,7 +164,6 @@ def _recorded_endpoints(out: Path) -> dict:
 def _record_endpoints(out: Path, roles, earlier: dict) -> dict:
     """run.json's `endpoints`: per LM over several servers, each endpoint's calls, tokens, seconds and failures,
     this session's added to earlier sessions'."""
-    from hyporag.atomic import write_json_atomic
 
     usage = roles.endpoint_usage() if hasattr(roles, "endpoint_usage") else {}
     if not any(c["calls"] or c["failures"] for e in usage.values() for c in e["endpoints"].values()):

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hyporag.jobs.program import load_program
 from hyporag.run_config import RunConfig
 
 
@@ -32,6 +33,4 @@ class FitResult:
         return self.state.get("stopped")
 
     def load(self, roles=None, run: RunConfig | None = None):
-        from hyporag.jobs.program import load_program
-
         return load_program(self.artifact, roles=roles, run=run)

@@ -6,7 +6,13 @@ from collections.abc import Sequence
 
 from hyporag.builders import build_program, build_retriever, lm_build_kwargs, load_frozen, select_examples
 from hyporag.errors import ConfigError, HyporagError
+from hyporag.eval.dspy_metrics import make_metric
 from hyporag.jobs.settings import SplitSettings
+from hyporag.lm.client import build_lm
+from hyporag.optimizers.splits import refuse_test_split, split_train_val
+from hyporag.programs.judge import ContextJudge
+from hyporag.programs.registry import method_entry
+from hyporag.questions.datasets import load_benchmark
 from hyporag.questions.records import examples_from_python
 from hyporag.run_config import RunConfig
 
@@ -14,8 +20,6 @@ from hyporag.run_config import RunConfig
 def optimizer_splits(settings: SplitSettings, run: RunConfig, examples: Sequence | None = None):
     """(train, validation, a record of the split): explicit sets, or a seeded split of the run's dataset (or of
     `examples`); a test split is refused unless `allow_test`."""
-    from hyporag.optimizers.splits import refuse_test_split, split_train_val
-    from hyporag.questions.datasets import load_benchmark
 
     if settings.trainset:
         for name in (settings.trainset, settings.valset):
@@ -40,9 +44,6 @@ def optimizer_splits(settings: SplitSettings, run: RunConfig, examples: Sequence
 
 
 def make_metric_for(name: str, roles):
-    from hyporag.eval.dspy_metrics import make_metric
-    from hyporag.programs.judge import ContextJudge
-
     return make_metric(name, ContextJudge(roles.judge) if name != "accuracy" else None)
 
 
@@ -55,7 +56,6 @@ def base_program(method: str | None, run: RunConfig, roles, program=None):
         return load_frozen(run, roles)
     if not method:
         raise HyporagError("give --method (or --program, a frozen artifact to start from)")
-    from hyporag.programs.registry import method_entry
 
     return build_program(method, run, build_retriever(run, method_entry(method).program.uses_retrieval), roles)
 
@@ -64,7 +64,6 @@ def reflection_lm(spec: str | None, run: RunConfig):
     """The LM that writes new instructions (GEPA's reflection, MIPROv2's prompt model), or None for the default."""
     if not spec:
         return None
-    from hyporag.lm.client import build_lm
 
     # a new instruction is free text, longer than any field the task LMs write
     return build_lm(spec, **{**lm_build_kwargs(run), "max_tokens": max(run.max_tokens, 1024)})

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hyporag.atomic import write_json_atomic, write_text_atomic
 from hyporag.errors import ConfigError
+from hyporag.eval.shards import merge_runs
 from hyporag.jobs.evaluate import evaluate, log_evaluation
 from hyporag.jobs.settings import EvalSettings, ReproduceSettings
 from hyporag.jobs.tracking import tracked_job
@@ -109,7 +110,6 @@ def _write_table(t: PaperTable, root: Path, cells: list[Cell], corpus: str, shar
 def merge_tables(roots: list[str | Path], out: str | Path) -> ReproduceResult:
     """Shards of one `reproduce` (each `<out>/<table>/` of a `--shard I/N` run) merged cell by cell into
     `<out>/<table>/`, and the table redrawn from the merged cells."""
-    from hyporag.eval.shards import merge_runs
 
     tables = []
     for root in map(Path, roots):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from hyporag.errors import ConfigError
+from hyporag.eval.shards import Shard
 from hyporag.programs.config import _base_type
 
 OPTIMIZERS = ("bootstrap", "bootstrap-rs", "mipro", "gepa")
@@ -226,8 +227,6 @@ class EmbedSettings(JobSettings):
 
 def check_shard(job: str, shard: str | None) -> None:
     if shard is not None:
-        from hyporag.eval.shards import Shard
-
         Shard.parse(shard, f"{job}: shard")
 
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from hyporag import __version__
 from hyporag.atomic import write_json_atomic
 from hyporag.errors import BackendError, ConfigError
 from hyporag.redact import redact_text, redact_url, split_userinfo
@@ -38,7 +39,6 @@ def _mlflow():
 
 def code_version() -> str:
     """hyporag's version and, in a git checkout, the commit (with `+dirty` for uncommitted changes)."""
-    from hyporag import __version__
 
     here = Path(__file__).resolve().parent
     try:

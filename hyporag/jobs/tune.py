@@ -14,6 +14,9 @@ from hyporag.jobs.evaluate import as_roles
 from hyporag.jobs.optimizing import base_program, make_metric_for, optimizer_splits, tune_modes
 from hyporag.jobs.settings import TuneSettings
 from hyporag.jobs.tracking import flat_params, tracked_job
+from hyporag.lm.cost import CostMeter
+from hyporag.optimizers.artifact import save_artifact
+from hyporag.optimizers.tune import best_program, open_study, run_study, study_report, variant
 from hyporag.run_config import RunConfig
 
 STUDIES = Path("runs") / "studies"
@@ -55,10 +58,6 @@ def tune(settings: TuneSettings, run: RunConfig | None = None, roles=None, progr
 
 
 def _tune(settings: TuneSettings, run: RunConfig, roles, program, examples) -> TuneResult:
-    from hyporag.lm.cost import CostMeter
-    from hyporag.optimizers.artifact import save_artifact
-    from hyporag.optimizers.tune import best_program, open_study, run_study, variant
-
     if run.program:  # a frozen start point brings its own settings (protocol included) for the LMs too
         run = artifact_config(run)
     roles = as_roles(roles, run)
@@ -90,7 +89,6 @@ def _tune(settings: TuneSettings, run: RunConfig, roles, program, examples) -> T
 
 def study_summary(settings: TuneSettings, run: RunConfig | None = None) -> list[dict[str, Any]]:
     """The study's best trials (and its history/importance PNGs under runs/studies/), without running any."""
-    from hyporag.optimizers.tune import open_study, study_report
 
     run = run or RunConfig()
     study = open_study(settings.study, settings.storage, run.seed, STUDIES, heartbeat=settings.heartbeat)
