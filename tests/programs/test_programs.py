@@ -37,6 +37,7 @@ SCRIPTS = {
     "chr-linear": [CONTRAST, ANSWER],
     "chr-threshold": [CONTRAST, ANSWER],
     "chr-sigmoid": [CONTRAST, ANSWER],
+    "option-contrast": [ANSWER],  # retrieval per option, one answer call
 }
 SEARCHES = {"cot": 0, "hcqr": 1, "hcqr-no-support": 1}  # HCQR (and multi-query rewrite) search in ONE batch
 
@@ -69,7 +70,12 @@ def run(method, retriever, budget=3, **kwargs):
     return prediction, lm, counting
 
 
-@pytest.mark.parametrize("method", sorted(SCRIPTS))
+def test_every_registered_method_has_a_contract_script():
+    """The contract below runs over the registry itself: a method registered without a script here fails."""
+    assert sorted(METHODS) == sorted(SCRIPTS)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
 def test_each_method_makes_exactly_its_calls(method, tiny_retriever):
     prediction, lm, counting = run(method, tiny_retriever)
     assert prediction.answer == "B" and not prediction.parse_failure
@@ -78,8 +84,8 @@ def test_each_method_makes_exactly_its_calls(method, tiny_retriever):
     assert counting.calls == SEARCHES.get(method, 1)
     assert len(prediction.passages) <= 3
     assert len({p["id"] for p in prediction.passages}) == len(prediction.passages)
-    if method != "cot":  # the method's own rule: its preset, else its program's default
-        entry = METHODS[method]
+    entry = METHODS[method]
+    if entry.program.uses_retrieval:  # the method's own rule: its preset, else its program's default
         expected = entry.preset.get("retrieval_sees_options", entry.program.default_sees_options)
         assert prediction.passages and prediction.retrieval_sees_options is expected
 
