@@ -21,6 +21,7 @@ from hyporag.atomic import write_json_atomic, write_text_atomic
 from hyporag.builders import build_program, build_retriever
 from hyporag.errors import ConfigError, HyporagError
 from hyporag.eval.decision import LEAD, paired_measures
+from hyporag.eval.markdown_page import markdown_page
 from hyporag.eval.report import cell
 from hyporag.eval.results_store import read_results
 from hyporag.eval.runner import run_evaluation
@@ -125,7 +126,7 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
         programs = {m: frozen(m) for m in methods}
         programs[REFERENCE] = build_program(REFERENCE, run, None, roles)
         chosen = select([r for r in evaluated(programs, val, out / "validation") if r["method"] in methods],
-                        methods, rule, run.seed)
+                        methods, rule, run.seed, {m: method_entry(m).program.estimated_calls for m in methods})
         return {"summary": f"chosen {chosen['chosen']} (runner-up {chosen['runner_up']}) on {len(val)} validation "
                            "questions", **chosen}
 
@@ -208,6 +209,9 @@ def _write_report(out: Path, state: FitState, methods: list[str]) -> dict:
     lines += [f"| (all) | {name} | {s['seconds']:.0f} | {s['lm_calls']} |" for name, s in stages.items()
               if name in ("validate", "evaluate")]
     write_text_atomic(out / "report.md", "\n".join(lines) + "\n")
+    links = [(f"{name} questions, side by side", f"{name}/report.html") for name in ("validation", "heldout")
+             if (out / name / "report.html").is_file()]
+    write_text_atomic(out / "report.html", markdown_page("\n".join(lines), f"hyporag fit: {out.name}", links))
     write_json_atomic(out / "report.json", {"plan": state.data["plan"], "estimate": state.data.get("estimate"),
                                             "stages": stages})
-    return {"summary": f"report.md ({selection['chosen']} chosen)"}
+    return {"summary": f"report.md, report.html ({selection['chosen']} chosen)"}

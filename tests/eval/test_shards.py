@@ -223,3 +223,12 @@ def test_a_run_record_from_a_newer_hyporag_is_refused_by_every_reader(project, t
     with pytest.raises(HyporagError, match="newer than this hyporag"):
         run(project, tmp_path / "r")
     assert json.loads((tmp_path / "r" / "run.json").read_text())["schema"] == 99
+
+
+def test_a_markdown_page_escapes_every_value():
+    from hyporag.eval.markdown_page import markdown_page
+
+    page = markdown_page("# fit <b>\n\nRule: a < b & <script>x</script>\n\n| m | v |\n|---|---:|\n| <img src=x> | 1 |",
+                         "t<", [("runs", 'a"b.html')])
+    assert "<script>" not in page and "<img" not in page and "&lt;script&gt;" in page
+    assert "<td>&lt;img src=x&gt;</td>" in page and 'href="a&quot;b.html"' in page

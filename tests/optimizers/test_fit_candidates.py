@@ -65,6 +65,8 @@ def test_a_tie_keeps_the_simpler_program_and_the_artifact_says_why(tmp_path, cap
     assert "McNemar p < 0.1" in manifest["selection"]["rule"]["text"]
     report = (result.out / "report.md").read_text()
     assert "Rule:" in report and "rag was kept" in report and "| chr | tune |" in report
+    page = (result.out / "report.html").read_text()  # the fit's page: the same tables, linked to both runs' pages
+    assert "<td>rag (chosen)</td>" in page and "rag was kept" in page and 'href="heldout/report.html"' in page
     assert set(result.heldout_accuracy) == {"rag", "cot", "chr"}
     assert hyporag.load_program(result.artifact, roles=LMRoles.from_lms(SharedDummyLM(replies()))).method == "rag"
 
