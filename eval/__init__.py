@@ -9,7 +9,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "run_evaluation": "hyporag.eval.runner",
+    "run_evaluation": "hyporag.eval.evaluate",
     "run_one": "hyporag.eval.evaluate",
     "run_parallel": "hyporag.eval.parallel",
     "read_results": "hyporag.eval.results_store",

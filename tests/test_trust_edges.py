@@ -17,7 +17,7 @@ import hyporag
 from hyporag.cli import build_parser, main
 from hyporag.cli.common import load_settings
 from hyporag.errors import ConfigError
-from hyporag.eval.runner import run_evaluation
+from hyporag.eval.evaluate import run_evaluation
 from hyporag.jobs.settings import EvalSettings
 from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program

@@ -27,7 +27,7 @@ from hyporag.builders import (
     select_examples,
 )
 from hyporag.errors import HyporagError
-from hyporag.eval import runner
+from hyporag.eval import evaluate as evaluation
 from hyporag.eval.ci_gate import check_bars, refuse_unknown_bars, write_junit, write_junit_error
 from hyporag.eval.results_store import read_run_settings
 from hyporag.eval.shards import Shard
@@ -138,7 +138,7 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
         judge = ContextJudge(roles.judge) if run.dur else None
         earlier = _recorded_endpoints(out)
         try:
-            report = runner.run_evaluation(programs, examples, out, recorded, threads=run.threads, judge=judge,
+            report = evaluation.run_evaluation(programs, examples, out, recorded, threads=run.threads, judge=judge,
                                            progress=progress, debug=run.debug)
         finally:  # a run stopped by a dead pool keeps what each endpoint served, for the resume to add to
             endpoints = _record_endpoints(out, roles, earlier)

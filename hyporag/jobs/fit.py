@@ -14,7 +14,7 @@ import sys
 from hyporag.builders import artifact_config, build_program, build_retriever, fit_to_context
 from hyporag.errors import HyporagError
 from hyporag.eval.dspy_metrics import objective_metric
-from hyporag.eval.runner import run_evaluation
+from hyporag.eval.evaluate import run_evaluation
 from hyporag.jobs.evaluate import as_roles, run_record
 from hyporag.jobs.fit_candidates import DEFAULT_CANDIDATES, fit_candidates
 from hyporag.jobs.fit_common import fit_plan, fit_questions

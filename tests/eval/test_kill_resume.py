@@ -12,7 +12,7 @@ import time
 import dspy
 import pytest
 
-from hyporag.eval.runner import run_evaluation
+from hyporag.eval.evaluate import run_evaluation
 from hyporag.lm.client import LMRoles, build_lm
 from hyporag.programs import make_program
 from tests.conftest import write_jsonl

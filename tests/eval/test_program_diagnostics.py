@@ -7,8 +7,8 @@ import json
 
 from dspy.utils import DummyLM
 
+from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.row import ResultRow
-from hyporag.eval.runner import run_evaluation
 from hyporag.eval.summary import fallback_counts
 from hyporag.lm.client import LMRoles
 from hyporag.programs.baselines import SimpleRAG

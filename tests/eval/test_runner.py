@@ -9,8 +9,8 @@ import pytest
 from dspy.utils import DummyLM
 
 from hyporag.errors import HyporagError
+from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.results_store import ResultsStore
-from hyporag.eval.runner import run_evaluation
 from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
 

@@ -11,7 +11,7 @@ from dspy.utils import DummyLM
 from hyporag.cli import main
 from hyporag.errors import RunFailedError
 from hyporag.eval.dspy_metrics import accuracy
-from hyporag.eval.runner import run_evaluation
+from hyporag.eval.evaluate import run_evaluation
 from hyporag.optimizers.compile import score
 from hyporag.programs import make_program
 

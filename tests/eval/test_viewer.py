@@ -11,7 +11,7 @@ import pytest
 from dspy.utils import DummyLM
 
 from hyporag.errors import HyporagError
-from hyporag.eval.runner import run_evaluation
+from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.viewer import write_view
 from hyporag.lm.client import LMRoles
 from hyporag.programs.baselines import CoT, SimpleRAG

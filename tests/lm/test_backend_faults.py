@@ -8,7 +8,7 @@ import pytest
 
 from hyporag.cli import main
 from hyporag.errors import BackendError, RunFailedError
-from hyporag.eval.runner import run_evaluation
+from hyporag.eval.evaluate import run_evaluation
 from hyporag.lm.client import LMRoles, build_lm
 from hyporag.programs import make_program
 
