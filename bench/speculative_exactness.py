@@ -25,7 +25,8 @@ def record(out: Path, questions: int, protocols: list[str], methods: list[str], 
     from tqdm import tqdm
 
     from hyporag import RunConfig, build_program, build_retriever, build_roles
-    from hyporag.lm import RecordingServer, engine_of, new_server
+    from hyporag.lm import engine_of, new_server
+    from hyporag.testing import RecordingServer
 
     examples = [e for _, e in question_set(questions, 0, seed)]
     recorder, rows = None, []
@@ -59,7 +60,8 @@ def replay_mode(rows: list[dict], mode: str, setup: dict) -> dict:
     of drafted and accepted tokens."""
     from tqdm import tqdm
 
-    from hyporag.lm import new_server, replay, reply_text
+    from hyporag.lm import new_server
+    from hyporag.testing import replay, reply_text
 
     server = new_server(Path(setup["model_path"]), setup["n_ctx"], setup["threads"], 0, 0, mode)
     started = time.perf_counter()

@@ -3,7 +3,5 @@ the cache and its identities, token counts and the cost of each call."""
 
 from hyporag.lm.client import LMRoles, RoleLM, build_lm, engine_of
 from hyporag.lm.local_engine import LocalEngine, new_server
-from hyporag.lm.replay import RecordingServer, replay, reply_text
 
-__all__ = ["LMRoles", "LocalEngine", "RecordingServer", "RoleLM", "build_lm", "engine_of", "new_server", "replay",
-           "reply_text"]
+__all__ = ["LMRoles", "LocalEngine", "RoleLM", "build_lm", "engine_of", "new_server"]

@@ -26,9 +26,9 @@ def record_calls(tiny_retriever, model: str) -> tuple[list, object]:
     `model` on a fresh server of this test's own (no host cache, as the replays); returns them with the engine."""
     from hyporag.lm.client import LMRoles, engine_of
     from hyporag.lm.local_engine import new_server
-    from hyporag.lm.replay import RecordingServer
     from hyporag.programs import make_program
     from hyporag.programs.protocol import FAST, PAPER
+    from hyporag.testing.replay import RecordingServer
     from tests.conftest import QUESTIONS
 
     recorder = None
@@ -52,7 +52,7 @@ def replies(engine, bodies: list, mode: str) -> list[str]:
     """The replies of a fresh server (no host cache) decoding with `mode` to these requests, in order: the same
     requests in the same order leave each server's prefix cache in the same states."""
     from hyporag.lm.local_engine import new_server
-    from hyporag.lm.replay import replay, reply_text
+    from hyporag.testing.replay import replay, reply_text
 
     server = new_server(engine.model_path, engine.n_ctx, engine.server_threads, 0, 0, mode)
     return [reply_text(result) for result in replay(server, bodies)]
