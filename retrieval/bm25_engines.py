@@ -17,6 +17,7 @@ from typing import Any
 from hyporag.errors import ConfigError, IndexMismatchError
 from hyporag.retrieval.bm25 import SEARCHES, TOKENIZER, BM25Index
 from hyporag.retrieval.bm25_tantivy import TantivyBM25Index
+from hyporag.retrieval.estimate import meminfo_bytes
 
 ENGINES = ("bm25s", "tantivy")
 CHOICES = ("auto", *ENGINES)
@@ -24,24 +25,12 @@ BM25S_BYTES_PER_PASSAGE = 400  # bm25s's index per passage: 403 MB at 1M, 2,005 
 RAM_SHARE = 0.5  # of physical RAM that bm25s's arrays may take in the page cache
 
 
-def total_ram() -> float | None:
-    """Physical RAM in bytes (None where /proc/meminfo cannot be read)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemTotal:"):
-                    return float(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def tantivy_from(ram: float | None) -> int:
     """The corpus size from which `auto` builds tantivy: bm25s's index would outgrow RAM_SHARE of `ram`."""
     return int(RAM_SHARE * ram / BM25S_BYTES_PER_PASSAGE) if ram else 25_000_000
 
 
-TANTIVY_FROM = tantivy_from(total_ram())  # passages, on this machine (24 GiB: ~31.6M)
+TANTIVY_FROM = tantivy_from(meminfo_bytes("MemTotal"))  # passages, on this machine (24 GiB: ~31.6M)
 
 
 def resolve_engine(name: str, passages: int) -> str:

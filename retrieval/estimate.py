@@ -63,16 +63,22 @@ def estimate(passages: int, total_chars: int, retriever: str, encoder: str, fais
     return BuildEstimate(passages, ram, disk, seconds, kind, forward)
 
 
-def available_ram() -> float:
-    """MemAvailable from /proc/meminfo (bytes); infinite where it cannot be read."""
+def meminfo_bytes(field: str) -> float | None:
+    """One field of /proc/meminfo (MemAvailable, MemTotal) in bytes; None where it cannot be read."""
     try:
         with open("/proc/meminfo", encoding="ascii") as handle:
             for line in handle:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(f"{field}:"):
                     return float(line.split()[1]) * 1024
     except OSError:
         pass
-    return float("inf")
+    return None
+
+
+def available_ram() -> float:
+    """MemAvailable in bytes; infinite where it cannot be read."""
+    available = meminfo_bytes("MemAvailable")
+    return float("inf") if available is None else available
 
 
 def refuse_if_too_big(plan: BuildEstimate, available: float, fraction: float = 0.8) -> None:
