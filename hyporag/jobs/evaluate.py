@@ -142,7 +142,7 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
                                            progress=progress, debug=run.debug)
         finally:  # a run stopped by a dead pool keeps what each endpoint served, for the resume to add to
             endpoints = _record_endpoints(out, roles, earlier)
-        record_speed(roles, report)  # this machine's seconds per call, for the next fit's cost estimate
+        record_speed(roles, report, recorded["budget"])  # seconds per call at this budget, for fit
     except (HyporagError, KeyboardInterrupt) as exc:
         if settings.junit:  # every outcome writes the file: an older one must never stand for this run
             code = 130 if isinstance(exc, KeyboardInterrupt) else exc.exit_code

@@ -34,7 +34,7 @@ from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest, s
 from hyporag.optimizers.fit import FitState, questions_fingerprint, run_stage, three_way_split
 from hyporag.optimizers.selection import SelectionRule, select
 from hyporag.optimizers.splits import refuse_test_split
-from hyporag.programs.registry import method_entry
+from hyporag.programs.registry import method_config, method_entry
 from hyporag.run_config import RunConfig
 
 DEFAULT_CANDIDATES = ("rag", "hcqr", "chr", "option-contrast")
@@ -46,7 +46,8 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def cost_estimate(methods: list[str], sizes: dict[str, int], settings: FitSettings, per_call: float | None) -> dict:
+def cost_estimate(methods: list[str], sizes: dict[str, int], settings: FitSettings,
+                  speed: tuple[float, int] | None, budget: int | None = None) -> dict:
     """LM calls the whole job will make (each method's declared calls per question × questions × passes), and
     the time at this machine's measured seconds per call for the model, when one was measured before."""
     calls: dict[str, dict[str, float]] = {}
@@ -59,13 +60,15 @@ def cost_estimate(methods: list[str], sizes: dict[str, int], settings: FitSettin
     shared = {"validate cot": float(sizes["val"]), "held-out (chosen, rag, cot, runner-up)": sizes["heldout"] * (
         2 + 2 * most)}
     total = sum(sum(c.values()) for c in calls.values()) + sum(shared.values())
+    per_call, measured_at = speed or (None, None)
     minutes = total * per_call / 60 if per_call else None
+    where = "" if measured_at == budget else f" (measured at B = {measured_at}, this fit runs B = {budget})"
     text = (f"fit plan: {len(methods)} candidates ({', '.join(methods)}) + {REFERENCE} on {sizes['train']} train / "
             f"{sizes['val']} validation / {sizes['heldout']} held-out questions; {settings.trials} trials each"
             f"{'' if settings.optimizer is None else f', prompts by {settings.optimizer}'}: about {total:,.0f} LM "
             "calls (" + ", ".join(f"{m} {sum(c.values()):,.0f}" for m, c in calls.items()) + ", shared "
             f"{sum(shared.values()):,.0f}); " + (f"about {minutes:,.0f} min at {per_call:.1f} s per call, measured for "
-                                                  "this model on this machine" if minutes is not None else
+                                                  f"this model on this machine{where}" if minutes is not None else
                                                   "time unknown until this model has run here once (each stage's time "
                                                   "is printed as it ends)") + " (cached calls cost nothing)")
     return {"calls": round(total), "per_candidate": calls, "shared": shared, "minutes": minutes, "text": text}
@@ -85,7 +88,9 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     plan = fit_plan(settings, run, ",".join(methods), questions_fingerprint(examples))
     state = FitState(out, plan)
     parts = three_way_split(examples, plan.fractions, run.seed)
-    estimate = cost_estimate(methods, {k: len(v) for k, v in parts.items()}, settings, seconds_per_call(roles))
+    budget = method_config(methods[0], run.program_settings).budget
+    estimate = cost_estimate(methods, {k: len(v) for k, v in parts.items()}, settings,
+                             seconds_per_call(roles, budget), budget)
     _log(estimate["text"])
     state.data["estimate"] = {k: v for k, v in estimate.items() if k != "text"}
     started = time.monotonic()

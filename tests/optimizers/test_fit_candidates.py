@@ -120,3 +120,25 @@ def test_the_cost_is_printed_before_any_call_and_an_unknown_candidate_is_refused
     err = capsys.readouterr().err
     assert err.index("fit plan: 2 candidates (rag, chr)") < err.index("[1/7] index")
     assert re.search(r"about [\d,]+ LM calls \(rag [\d,]+, chr [\d,]+, shared [\d,]+\)", err)
+
+
+def test_the_time_estimate_uses_the_speed_measured_at_the_fits_budget(tmp_path, monkeypatch):
+    """A B = 15 evaluation's seconds per call must not price a B = 4 fit: the record is kept per budget, and
+    the estimate says when it had to borrow the nearest budget's."""
+    from hyporag.jobs.fit_candidates import cost_estimate
+    from hyporag.jobs.speed import record_speed, seconds_per_call
+
+    monkeypatch.setenv("HYPORAG_CACHE_DIR", str(tmp_path / "cache"))
+    roles = LMRoles.from_lms(SharedDummyLM(replies()))
+    assert seconds_per_call(roles, 4) is None
+    record_speed(roles, {"methods": [{"n": 10, "calls_per_q": 1, "seconds_per_q": 50.0}]}, 15)
+    assert seconds_per_call(roles, 4) == (50.0, 15)
+    record_speed(roles, {"methods": [{"n": 10, "calls_per_q": 2, "seconds_per_q": 20.0}]}, 4)
+    assert seconds_per_call(roles, 4) == (10.0, 4) and seconds_per_call(roles, 15) == (50.0, 15)
+    settings, _ = project(tmp_path, 3, methods=("rag",))
+    sizes = {"train": 4, "val": 4, "heldout": 4}
+    assert "measured at B = 15" not in cost_estimate(["rag"], sizes, settings, (50.0, 15), 15)["text"]
+    assert "measured at B = 15, this fit runs B = 4" in cost_estimate(["rag"], sizes, settings, (50.0, 15), 4)["text"]
+    for _ in range(30):  # the record follows the current speed: old calls fade past KEEP_CALLS
+        record_speed(roles, {"methods": [{"n": 10, "calls_per_q": 1, "seconds_per_q": 5.0}]}, 4)
+    assert seconds_per_call(roles, 4)[0] < 6.0
