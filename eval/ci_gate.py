@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
-from hyporag.atomic import write_text_atomic
-from hyporag.errors import HyporagError
+from hyporag.foundation.atomic import write_text_atomic
+from hyporag.foundation.errors import HyporagError
 
 
 def parse_bars(items: list[str]) -> dict[str, float]:

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import dspy
 
-from hyporag.errors import ConfigError
-from hyporag.judge_labels import DECISION_USEFUL
+from hyporag.foundation.errors import ConfigError
+from hyporag.foundation.judge_labels import DECISION_USEFUL
 from hyporag.lm.option_probs import decision_measures
 
 LOG_P_FLOOR = -5.0  # as the reports' lead measure (hyporag.eval.decision)

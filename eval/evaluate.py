@@ -19,7 +19,6 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import LMAuthError, LMTransportError
 
-from hyporag.errors import BackendError, HyporagError, RunFailedError
 from hyporag.eval.evidence import option_evidence
 from hyporag.eval.parallel import run_parallel
 from hyporag.eval.report import write_report
@@ -27,6 +26,7 @@ from hyporag.eval.results_store import ResultsStore
 from hyporag.eval.row import ResultRow, processed_of
 from hyporag.eval.run_questions import question_record, write_questions
 from hyporag.eval.viewer import write_view
+from hyporag.foundation.errors import BackendError, HyporagError, RunFailedError
 from hyporag.lm.client import explain_lm_error
 from hyporag.lm.option_probs import decision_measures
 from hyporag.questions.records import question_fingerprint

@@ -9,7 +9,7 @@ from itertools import combinations
 
 from hyporag.eval.mcnemar import paired_comparison
 from hyporag.eval.row import ResultRow, processed_of
-from hyporag.judge_labels import LABELS
+from hyporag.foundation.judge_labels import LABELS
 
 
 def _by_method(rows: list[dict]) -> dict[str, dict[str, ResultRow]]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import dspy
 
-from hyporag.errors import DataError
+from hyporag.foundation.errors import DataError
 from hyporag.lm.context_window import ContextWindow
 from hyporag.programs.answer_step import format_context
 from hyporag.retrieval.hit import Hit

@@ -7,12 +7,12 @@ import io
 import sys
 from pathlib import Path
 
-from hyporag.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
-from hyporag.errors import HyporagError
 from hyporag.eval import decision
 from hyporag.eval import paper_analyses as analysis
 from hyporag.eval.results_store import ROWS, latest_rows, read_rows, read_run_settings
 from hyporag.eval.summary import format_table, summarize
+from hyporag.foundation.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
+from hyporag.foundation.errors import HyporagError
 
 
 def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> dict:

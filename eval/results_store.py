@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hyporag.atomic import raise_if_disk_full, write_json_atomic, write_text_atomic
-from hyporag.errors import HyporagError
 from hyporag.eval.row import rescored, row_problem
+from hyporag.foundation.atomic import raise_if_disk_full, write_json_atomic, write_text_atomic
+from hyporag.foundation.errors import HyporagError
 
 ROWS = "results.jsonl"
 DROPPED = "results.jsonl.dropped"

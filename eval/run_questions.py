@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dspy
 
-from hyporag.atomic import write_text_atomic
+from hyporag.foundation.atomic import write_text_atomic
 from hyporag.questions.records import question_fingerprint
 
 QUESTIONS = "questions.jsonl"

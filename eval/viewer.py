@@ -18,11 +18,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from hyporag.atomic import write_text_atomic
-from hyporag.errors import HyporagError
 from hyporag.eval.report import build_report, current_rows
 from hyporag.eval.results_store import ROWS
 from hyporag.eval.run_questions import read_questions
+from hyporag.foundation.atomic import write_text_atomic
+from hyporag.foundation.errors import HyporagError
 from hyporag.questions.datasets import load_benchmark
 from hyporag.retrieval.store import PassageStore
 

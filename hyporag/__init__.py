@@ -41,7 +41,7 @@ _EXPORTS = {
     "run_evaluation": "hyporag.eval.evaluate",
     "load_artifact": "hyporag.optimizers.artifact",
     "save_artifact": "hyporag.optimizers.artifact",
-    "RunConfig": "hyporag.run_config",
+    "RunConfig": "hyporag.jobs.run_config",
     "EvalSettings": "hyporag.jobs.settings",
     "FitSettings": "hyporag.jobs.settings",
     "TuneSettings": "hyporag.jobs.settings",
@@ -61,10 +61,10 @@ _EXPORTS = {
     "merge_tables": "hyporag.jobs.reproduce",
     "write_view": "hyporag.eval.viewer",
     "serve_view": "hyporag.eval.viewer",
-    "build_roles": "hyporag.builders",
-    "build_retriever": "hyporag.builders",
-    "build_program": "hyporag.builders",
-    "select_examples": "hyporag.builders",
+    "build_roles": "hyporag.jobs.builders",
+    "build_retriever": "hyporag.jobs.builders",
+    "build_program": "hyporag.jobs.builders",
+    "select_examples": "hyporag.jobs.builders",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

@@ -18,7 +18,9 @@ from typing import Any
 
 import dspy
 
-from hyporag.errors import ModelError
+from hyporag.foundation.errors import ModelError
+from hyporag.foundation.paths import cache_dir
+from hyporag.foundation.redact import basic_auth, redact_text, split_userinfo
 from hyporag.lm.gguf import DEFAULT_MODEL, resolve_model_path
 from hyporag.lm.lean_adapter import LeanAdapter
 from hyporag.lm.local_engine import LocalEngine
@@ -33,8 +35,6 @@ from hyporag.lm.model_identity import (
 )
 from hyporag.lm.pool import routed_lm
 from hyporag.lm.speculative import Speculative
-from hyporag.paths import cache_dir
-from hyporag.redact import basic_auth, redact_text, split_userinfo
 
 DEFAULT_LM = f"local:{DEFAULT_MODEL}"
 DEFAULT_TIMEOUT = 120.0  # seconds per remote call: a stalled hosted API fails in 2 minutes, not lm15's 10

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hyporag.errors import ModelError
-from hyporag.paths import cache_dir
+from hyporag.foundation.errors import ModelError
+from hyporag.foundation.paths import cache_dir
 
 CHARS_PER_TOKEN = 3.0
 MESSAGE_OVERHEAD = 8  # role markers and separators a chat template adds around each message

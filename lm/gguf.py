@@ -14,8 +14,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from hyporag.errors import ModelError
-from hyporag.paths import cache_dir
+from hyporag.foundation.errors import ModelError
+from hyporag.foundation.paths import cache_dir
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from hyporag.errors import ModelError
+from hyporag.foundation.errors import ModelError
 from hyporag.lm.speculative import Speculative
 
 _SERVERS: dict[tuple[str, int], Any] = {}

@@ -23,8 +23,8 @@ from typing import Any
 import dspy
 from dspy.clients.cache import Cache
 
+from hyporag.foundation.redact import basic_auth, split_userinfo
 from hyporag.lm.gguf import MODELS
-from hyporag.redact import basic_auth, split_userinfo
 
 _IDENTITIES: dict[tuple[str, str], str] = {}  # (model string, api_base) -> identity digest
 _LOCK = threading.RLock()

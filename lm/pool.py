@@ -8,7 +8,7 @@ from typing import Any
 
 import dspy
 
-from hyporag.errors import ModelError
+from hyporag.foundation.errors import ModelError
 from hyporag.lm.model_identity import digest, register, server_identity
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from dspy.clients.engines.litellm_engine import _LiteLLMConfig
 from dspy.clients.engines.litellm_errors import litellm_errors
 
-from hyporag.redact import basic_auth, redact_text, split_userinfo
+from hyporag.foundation.redact import basic_auth, redact_text, split_userinfo
 
 GROUP = "hyporag-pool"
 _ENGINES: weakref.WeakValueDictionary[str, RoutedEngine] = weakref.WeakValueDictionary()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.lm.gguf import resolve_model_path
 
 MODES = ("none", "ngram", "ngram-mod", "draft")

@@ -16,8 +16,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from hyporag.errors import HyporagError, IndexMismatchError
-from hyporag.manifests import read_json_object
+from hyporag.foundation.errors import HyporagError, IndexMismatchError
+from hyporag.foundation.manifests import read_json_object
 from hyporag.programs.registry import make_program, method_config
 from hyporag.retrieval.bm25_engines import engine_of_retriever, search_of_retriever
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import dspy
 
-from hyporag.errors import ConfigError
 from hyporag.eval.dspy_metrics import gepa_feedback
 from hyporag.eval.evaluate import evaluate
+from hyporag.foundation.errors import ConfigError
 from hyporag.lm.cost import CostMeter
 
 OPTIMIZERS = ("bootstrap", "bootstrap-rs", "mipro", "gepa")

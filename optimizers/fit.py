@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from hyporag.atomic import write_json_atomic
-from hyporag.errors import HyporagError
+from hyporag.foundation.atomic import write_json_atomic
+from hyporag.foundation.errors import HyporagError
 from hyporag.lm.cost import CostMeter
 from hyporag.questions.records import question_fingerprint
 

@@ -6,7 +6,7 @@ import random
 
 import dspy
 
-from hyporag.errors import HyporagError
+from hyporag.foundation.errors import HyporagError
 from hyporag.questions.datasets import is_test_split
 
 

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from hyporag.processes import pid_alive
+from hyporag.foundation.processes import pid_alive
 
 HEARTBEAT_SECONDS = 10
 

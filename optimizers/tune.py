@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hyporag.errors import HyporagError
 from hyporag.eval.evaluate import evaluate
+from hyporag.foundation.errors import HyporagError
 from hyporag.optimizers.study_storage import (
     claim,
     heartbeat,

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.lm.client import LMRoles
 from hyporag.lm.cost import CostMeter
 from hyporag.programs.answer_step import AnswerStep, format_context

@@ -13,7 +13,7 @@ import typing
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.programs.protocol import PROTOCOLS, Protocol, protocol_named
 from hyporag.retrieval.retriever import MODES
 

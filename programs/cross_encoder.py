@@ -5,7 +5,7 @@ The model loads on first use (heavy: torch) and is shared by every copy of the p
 
 from __future__ import annotations
 
-from hyporag.errors import ModelError
+from hyporag.foundation.errors import ModelError
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.store import passage_text
 

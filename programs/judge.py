@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import dspy
 
-from hyporag.judge_labels import LABELS
+from hyporag.foundation.judge_labels import LABELS
 from hyporag.lm.cost import CostMeter
 from hyporag.programs.answer_step import format_context
 from hyporag.retrieval.hit import Hit

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.lm.cost import CostMeter
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.config import ProgramConfig, flag

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.programs.base import MCQProgram
 from hyporag.programs.baselines import CoT, HyDE, Query2DocRAG, RerankRAG, Rewriting, SimpleRAG
 from hyporag.programs.chr import CHR

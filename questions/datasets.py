@@ -1,7 +1,7 @@
 """Benchmarks by name: the MIRAGE test sets, the dev splits to tune on, and any user file.
 
-Each name resolves to a file under the data directory (see `hyporag.paths.data_root`); when no local copy exists,
-a hub loader converts the public Hugging Face copy to the same shape, or says clearly why it cannot.
+Each name resolves to a file under the data directory (see `hyporag.foundation.paths.data_root`); when no local
+copy exists, a hub loader converts the public Hugging Face copy to the same shape, or says clearly why it cannot.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hyporag.errors import DataError
-from hyporag.hub import hub_load
-from hyporag.paths import data_root
+from hyporag.foundation.errors import DataError
+from hyporag.foundation.hub import hub_load
+from hyporag.foundation.paths import data_root
 from hyporag.questions.records import LETTERS, LoadReport, load_records, make_example, record_to_example
 
 MMLU_MED_SUBJECTS = (

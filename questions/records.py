@@ -18,7 +18,7 @@ from typing import Any
 
 import dspy
 
-from hyporag.errors import DataError
+from hyporag.foundation.errors import DataError
 
 LETTERS = string.ascii_uppercase
 

@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.programs.protocol import PAPER
 
 KINDS = ("accuracy", "dur", "utility", "overlap", "cost")

@@ -11,7 +11,7 @@ from typing import Any
 
 from hyporag.eval.report import cell
 from hyporag.eval.summary import wilson_interval
-from hyporag.judge_labels import LABELS
+from hyporag.foundation.judge_labels import LABELS
 from hyporag.programs.registry import METHODS
 from hyporag.reproduction.paper_tables import PaperTable, figures, paper
 

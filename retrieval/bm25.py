@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.retrieval.bm25_chunked import build_chunked
 from hyporag.retrieval.bm25_compiled import CompiledSearch, TwoStageSearch, numba_missing, warn_numpy_fallback
 from hyporag.retrieval.bm25_forward import load_forward

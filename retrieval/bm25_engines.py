@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hyporag.errors import ConfigError, IndexMismatchError
+from hyporag.foundation.errors import ConfigError, IndexMismatchError
 from hyporag.retrieval.bm25 import SEARCHES, TOKENIZER, BM25Index
 from hyporag.retrieval.bm25_tantivy import TantivyBM25Index
 from hyporag.retrieval.estimate import meminfo_bytes

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyporag.errors import IndexMismatchError
+from hyporag.foundation.errors import IndexMismatchError
 
 DIRNAME = "bm25-forward"  # beside the index's bm25/ folder
 FILES = ("ptr.npy", "terms.npy", "scores.npy")

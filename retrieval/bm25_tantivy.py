@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.retrieval.bm25_tokens import stemmer, tokenize
 
 TOKENS_FIELD, ROW_FIELD = "tokens", "row"

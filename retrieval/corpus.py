@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from hyporag.errors import DataError
-from hyporag.paths import cache_dir, data_root
+from hyporag.foundation.errors import DataError
+from hyporag.foundation.paths import cache_dir, data_root
 from hyporag.retrieval.hub_corpus import HUB_CORPORA, hub_files
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyporag.errors import ConfigError, IndexMismatchError
+from hyporag.foundation.errors import ConfigError, IndexMismatchError
 from hyporag.retrieval.mapped import release_pages
 
 FAISS_KINDS = ("flat", "hnsw", "ivf", "ivfpq", "opq-ivfpq")

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from hyporag.errors import IndexMismatchError
+from hyporag.foundation.errors import IndexMismatchError
 from hyporag.retrieval.dense import DenseIndex, build_faiss, embed_in_shards
 from hyporag.retrieval.encoders import EncoderSpec, check_query_encoder, encoder_spec, make_encoder
 from hyporag.retrieval.store import PassageStore

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from hyporag.errors import ConfigError, IndexMismatchError, ModelError
+from hyporag.foundation.errors import ConfigError, IndexMismatchError, ModelError
 from hyporag.retrieval.embedder import DEFAULT_EMBEDDER, HashingEmbedder, SentenceTransformerEmbedder
 from hyporag.retrieval.store import passage_text
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 
 GIB = 1 << 30
 DIMENSIONS = {"minilm": 384, "medcpt": 768, "bge-large": 1024, "e5-large-v2": 1024}

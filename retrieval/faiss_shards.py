@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyporag.errors import ConfigError, IndexMismatchError
+from hyporag.foundation.errors import ConfigError, IndexMismatchError
 from hyporag.retrieval.dense import ADD_CHUNK, IVF_KINDS, build_threads, trained_ivf
 from hyporag.retrieval.index import _save, read_manifest
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hyporag.errors import DataError
-from hyporag.hub import hub_load
+from hyporag.foundation.errors import DataError
+from hyporag.foundation.hub import hub_load
 
 HUB_CORPORA: dict[str, tuple[str, ...]] = {
     "textbooks": ("MedRAG/textbooks",),

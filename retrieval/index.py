@@ -17,10 +17,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from hyporag.atomic import write_json_atomic
-from hyporag.errors import ConfigError, HyporagError, IndexMismatchError
-from hyporag.manifests import read_json_object
-from hyporag.paths import cache_dir
+from hyporag.foundation.atomic import write_json_atomic
+from hyporag.foundation.errors import ConfigError, HyporagError, IndexMismatchError
+from hyporag.foundation.manifests import read_json_object
+from hyporag.foundation.paths import cache_dir
 from hyporag.retrieval.bm25 import SEARCHES
 from hyporag.retrieval.bm25_engines import (
     bm25_engine_of,

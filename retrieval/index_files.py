@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hyporag.atomic import write_json_atomic
-from hyporag.errors import IndexMismatchError
+from hyporag.foundation.atomic import write_json_atomic
+from hyporag.foundation.errors import IndexMismatchError
 
 
 def _file_record(path: Path) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 
 SCHEDULES = ("fixed", "linear", "threshold", "sigmoid")
 

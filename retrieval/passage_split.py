@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from hyporag.errors import DataError
+from hyporag.foundation.errors import DataError
 from hyporag.retrieval.corpus import Passage
 
 MAX_PASSAGE_CHARS = 1800

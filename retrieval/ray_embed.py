@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from hyporag.errors import ConfigError, HyporagError
+from hyporag.foundation.errors import ConfigError, HyporagError
 from hyporag.retrieval.encoders import EncoderSpec, make_encoder
 from hyporag.retrieval.vector_shards import PendingShard
 

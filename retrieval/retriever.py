@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.query import WeightedQuery
 from hyporag.retrieval.store import PassageStore

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from hyporag.errors import DataError
+from hyporag.foundation.errors import DataError
 from hyporag.retrieval.corpus import Passage
 
 

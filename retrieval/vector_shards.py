@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from hyporag.atomic import raise_if_disk_full, write_json_atomic
-from hyporag.errors import IndexMismatchError
+from hyporag.foundation.atomic import raise_if_disk_full, write_json_atomic
+from hyporag.foundation.errors import IndexMismatchError
 from hyporag.retrieval.corpus import Passage
 
 IDENTITY_FILE = "embed.json"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyporag.errors import IndexMismatchError
+from hyporag.foundation.errors import IndexMismatchError
 from hyporag.retrieval.mapped import release_pages
 from hyporag.retrieval.store import PassageStore
 from hyporag.retrieval.vector_shards import IDENTITY_FILE

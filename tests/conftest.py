@@ -12,8 +12,8 @@ import dspy
 import pytest
 from hypothesis import settings
 
+from hyporag.foundation.paths import data_root
 from hyporag.lm.model_identity import reset_identity_cache
-from hyporag.paths import data_root
 
 SHARED = data_root()
 

@@ -36,8 +36,8 @@ def test_unknown_local_model_is_exit_2(capsys):
 
 
 def test_cli_keeps_ablation_presets_unless_overridden():
-    from hyporag.builders import build_program
     from hyporag.cli import build_parser, run_config
+    from hyporag.jobs.builders import build_program
 
     def program(method, *flags):
         args = build_parser().parse_args(["eval", "--dataset", "x", *flags])

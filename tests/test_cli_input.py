@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hyporag.cli import main
-from hyporag.errors import DataError
+from hyporag.foundation.errors import DataError
 from hyporag.questions.records import load_records
 from tests.conftest import QUESTIONS, write_jsonl
 

@@ -1,6 +1,6 @@
-"""Imports run one way: base utilities < the LM client, question loading, retrieval, signatures < programs (the
-judge among them) < eval < optimizers, the papers' reproduction < the CLI and public API. A lower layer never
-imports a higher one, not even inside a function."""
+"""Imports run one way, folder by folder: foundation < the LM client, question loading, retrieval, signatures <
+programs (the judge among them) < eval < optimizers, the papers' reproduction < hyporag/ (jobs, the CLI and the
+public API). A lower layer never imports a higher one, not even inside a function."""
 
 from __future__ import annotations
 
@@ -10,23 +10,18 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"signatures": "hyporag.signatures", "programs": "hyporag.programs", "retrieval": "hyporag.retrieval",
-           "eval": "hyporag.eval", "optimizers": "hyporag.optimizers", "lm": "hyporag.lm",
-           "questions": "hyporag.questions", "reproduction": "hyporag.reproduction", "hyporag": "hyporag"}
-BASE = {"errors", "paths", "atomic", "manifests", "processes", "hub", "judge_labels", "redact"}
-RANK = {"base": 0, "lm": 1, "questions": 1, "retrieval": 1, "signatures": 1, "programs": 2, "eval": 3, "optimizers": 4,
-        "reproduction": 4, "cli": 5}
+FOLDERS = {"foundation": "hyporag.foundation", "signatures": "hyporag.signatures", "programs": "hyporag.programs",
+           "retrieval": "hyporag.retrieval", "eval": "hyporag.eval", "optimizers": "hyporag.optimizers",
+           "lm": "hyporag.lm", "questions": "hyporag.questions", "reproduction": "hyporag.reproduction",
+           "hyporag": "hyporag"}
+RANK = {"foundation": 0, "lm": 1, "questions": 1, "retrieval": 1, "signatures": 1, "programs": 2, "eval": 3,
+        "optimizers": 4, "reproduction": 4, "hyporag": 5}
 
 
 def layer(module: str) -> str:
+    """The folder a module lives in: `hyporag.X...` is folder X when X is one, else hyporag/ itself."""
     parts = module.split(".")
-    if parts[0] != "hyporag":
-        return "external"
-    if len(parts) == 1:
-        return "cli"  # hyporag/__init__: the public API, on top
-    if parts[1] in RANK and parts[1] not in ("base", "cli"):
-        return parts[1]
-    return "base" if parts[1] in BASE else "cli"
+    return parts[1] if len(parts) > 1 and parts[1] in FOLDERS else "hyporag"
 
 
 def modules():
@@ -53,7 +48,7 @@ def test_no_import_runs_up_the_layers():
         mine = layer(name)
         for target in imported(path):
             theirs = layer(target)
-            same_rank_other = RANK[theirs] == RANK[mine] and theirs != mine and mine != "base"
+            same_rank_other = RANK[theirs] == RANK[mine] and theirs != mine
             if RANK[theirs] > RANK[mine] or same_rank_other:
                 upward.append(f"{path.relative_to(ROOT)} ({mine}) imports {target} ({theirs})")
     assert not upward, "\n".join(upward)
@@ -129,3 +124,10 @@ def test_hyporag_imports_sit_at_module_level():
                     inside += [f"{path.relative_to(ROOT)}:{node.lineno} {a.name}" for a in node.names
                                if a.name.startswith("hyporag") and a.name not in LAZY]
     assert not sorted(set(inside)), "\n".join(sorted(set(inside)))
+
+
+def test_the_hyporag_folder_is_only_the_roof():
+    """hyporag/ holds the public API, the jobs (with their builders and run settings), the CLI and the test helpers
+    a user imports; every utility the layers share lives in foundation/."""
+    assert {p.name for p in (ROOT / "hyporag").iterdir() if p.name != "__pycache__"} == {
+        "__init__.py", "jobs", "cli", "testing"}

@@ -8,9 +8,9 @@ import pytest
 from dspy.utils import DummyLM
 
 import hyporag
-from hyporag.errors import DataError
+from hyporag.foundation.errors import DataError
+from hyporag.jobs.run_config import RunConfig
 from hyporag.lm.client import LMRoles, build_lm
-from hyporag.run_config import RunConfig
 from hyporag.testing import fake_openai
 from tests.conftest import write_jsonl
 
@@ -142,7 +142,7 @@ def test_the_baseline_reports_compare_against_is_a_setting(tmp_path, tiny_corpus
 def test_run_settings_from_python_are_checked_as_a_project_files_are(tmp_path):
     from pathlib import Path
 
-    from hyporag.errors import ConfigError
+    from hyporag.foundation.errors import ConfigError
 
     assert RunConfig(methods=["cot", "rag"], out=Path(tmp_path)).method_list == ["cot", "rag"]
     for bad, message in ((dict(limit="2"), r"RunConfig.limit: must be a whole number, got '2'"),

@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 from hyporag.jobs.embed import embed
+from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import EmbedSettings
 from hyporag.retrieval.vector_shards import VectorShards
-from hyporag.run_config import RunConfig
 from tests.retrieval.test_embed import whole, write_corpus
 from tests.tiny_bert import tiny_bert
 

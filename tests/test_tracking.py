@@ -159,7 +159,7 @@ def test_fit_and_tune_in_process_log_their_runs_and_trials(tmp_path, tracking_se
 def test_track_without_mlflow_says_how_to_install_it(monkeypatch, tmp_path):
     import builtins
 
-    from hyporag.errors import ConfigError
+    from hyporag.foundation.errors import ConfigError
     from hyporag.jobs.tracking import tracked
 
     real_import = builtins.__import__

@@ -11,7 +11,6 @@ import os
 import sys
 
 from hyporag import __version__
-from hyporag.atomic import raise_if_disk_full
 from hyporag.cli import (
     ask,
     compile_prompts,
@@ -28,10 +27,11 @@ from hyporag.cli import (
     view,
 )
 from hyporag.cli.common import load_settings
-from hyporag.errors import DiskFullError, HyporagError
+from hyporag.foundation.atomic import raise_if_disk_full
+from hyporag.foundation.errors import DiskFullError, HyporagError
+from hyporag.foundation.redact import printable, redact_text
+from hyporag.jobs.run_config import PROJECT_FILE, RunConfig
 from hyporag.lm.client import explain_lm_error
-from hyporag.redact import printable, redact_text
-from hyporag.run_config import PROJECT_FILE, RunConfig
 
 MODULES = (data, index, embed, ask, evaluate, merge, report, view, compile_prompts, tune, fit, reproduce, demo)
 COMMANDS = {"list": data.run, "build": index.run, "ask": ask.run, "eval": evaluate.run, "report": report.run,

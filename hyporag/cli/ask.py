@@ -7,12 +7,19 @@ import json
 import re
 import time
 
-from hyporag.builders import artifact_config, build_program, build_retriever, build_roles, fit_to_context, load_frozen
 from hyporag.cli.common import add_data_args, add_lm_args, add_program_args
-from hyporag.errors import HyporagError
+from hyporag.foundation.errors import HyporagError
+from hyporag.foundation.redact import printable
+from hyporag.jobs.builders import (
+    artifact_config,
+    build_program,
+    build_retriever,
+    build_roles,
+    fit_to_context,
+    load_frozen,
+)
+from hyporag.jobs.run_config import RunConfig
 from hyporag.programs.registry import method_entry
-from hyporag.redact import printable
-from hyporag.run_config import RunConfig
 
 
 def add_parser(sub) -> None:

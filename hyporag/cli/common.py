@@ -6,14 +6,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
+from hyporag.jobs.run_config import (
+    PROJECT_FILE,
+    RUN_FIELDS,
+    RunConfig,
+    build_run_config,
+    program_fields,
+    read_project_file,
+)
 from hyporag.jobs.settings import JOBS, JobSettings
 from hyporag.programs.registry import CONFIGS
 from hyporag.retrieval.bm25 import SEARCHES as BM25_SEARCHES
 from hyporag.retrieval.bm25_engines import CHOICES as BM25_CHOICES
 from hyporag.retrieval.dense import FAISS_KINDS
 from hyporag.retrieval.retriever import MODES
-from hyporag.run_config import PROJECT_FILE, RUN_FIELDS, RunConfig, build_run_config, program_fields, read_project_file
 
 ROUTING = {"command", "data_command", "index_command", "config", "debug"}
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 
 from hyporag.cli.common import add_data_args
-from hyporag.errors import HyporagError
+from hyporag.foundation.errors import HyporagError
+from hyporag.jobs.run_config import RunConfig
 from hyporag.questions.datasets import BENCHMARKS, load_benchmark
 from hyporag.retrieval.corpus import CORPORA, load_corpus
 from hyporag.retrieval.hub_corpus import HUB_CORPORA
-from hyporag.run_config import RunConfig
 
 
 def add_parser(sub) -> None:

@@ -7,7 +7,7 @@ import argparse
 from hyporag.cli.common import add_data_args
 from hyporag.eval.report import cell, markdown
 from hyporag.jobs.evaluate import evaluate
-from hyporag.run_config import RunConfig
+from hyporag.jobs.run_config import RunConfig
 
 DEMO_QUESTIONS, DEMO_METHODS = 16, "cot,rag,chr"  # ~20 s a question with the lean adapter (docs/speed.md)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from hyporag.cli.common import add_model_and_program_args, add_optimizer_args, add_run_args, load_settings
-from hyporag.errors import HyporagError
+from hyporag.foundation.errors import HyporagError
 from hyporag.jobs.fit import fit
 from hyporag.jobs.settings import FitSettings
 

@@ -7,8 +7,9 @@ import time
 from pathlib import Path
 
 from hyporag.cli.common import add_data_args
-from hyporag.errors import HyporagError
 from hyporag.eval.shards import Shard
+from hyporag.foundation.errors import HyporagError
+from hyporag.jobs.run_config import RunConfig
 from hyporag.retrieval import build_index, load_corpus
 from hyporag.retrieval.bm25 import SEARCHES as BM25_SEARCHES
 from hyporag.retrieval.bm25_engines import CHOICES as BM25_CHOICES
@@ -16,7 +17,6 @@ from hyporag.retrieval.bm25_engines import TANTIVY_FROM
 from hyporag.retrieval.dense import FAISS_KINDS
 from hyporag.retrieval.embedder import DEFAULT_EMBEDDER
 from hyporag.retrieval.faiss_shards import add_shard, merge_into_index, train
-from hyporag.run_config import RunConfig
 
 
 def add_parser(sub) -> None:

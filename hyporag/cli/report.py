@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hyporag.eval.report import markdown, report_from_dir
 from hyporag.eval.viewer import write_view
-from hyporag.run_config import RunConfig
+from hyporag.jobs.run_config import RunConfig
 
 
 def add_parser(sub) -> None:

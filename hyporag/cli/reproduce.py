@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from hyporag.cli.common import add_model_and_program_args, add_run_args, load_settings
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.jobs.reproduce import list_tables, reproduce
 from hyporag.jobs.settings import ReproduceSettings
 from hyporag.reproduction.paper_tables import TABLES

@@ -8,15 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hyporag.builders import artifact_config
+from hyporag.jobs.builders import artifact_config
 from hyporag.jobs.evaluate import as_roles
 from hyporag.jobs.optimizing import base_program, make_metric_for, optimizer_splits, reflection_lm
 from hyporag.jobs.program import load_program
+from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import CompileSettings
 from hyporag.jobs.tracking import tracked_job
 from hyporag.optimizers.artifact import save_artifact
 from hyporag.optimizers.compile import compile_program
-from hyporag.run_config import RunConfig
 
 
 @dataclass

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hyporag.atomic import write_json_atomic
-from hyporag.errors import ConfigError
+from hyporag.foundation.atomic import write_json_atomic
+from hyporag.foundation.errors import ConfigError
+from hyporag.jobs.run_config import DEFAULT_CORPUS, RunConfig
 from hyporag.jobs.settings import EmbedSettings
 from hyporag.retrieval.corpus import load_corpus
 from hyporag.retrieval.encoders import encoder_spec, make_encoder
@@ -27,7 +28,6 @@ from hyporag.retrieval.passage_split import SplitReport, split_long_passages
 from hyporag.retrieval.ray_embed import connect, encode_on_ray
 from hyporag.retrieval.store import passage_text
 from hyporag.retrieval.vector_shards import PendingShard, VectorShards, plan_shards
-from hyporag.run_config import DEFAULT_CORPUS, RunConfig
 
 REPORT_FILE = "embed-report.json"
 

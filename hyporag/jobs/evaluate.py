@@ -16,8 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hyporag.atomic import write_json_atomic
-from hyporag.builders import (
+from hyporag.eval import evaluate as evaluation
+from hyporag.eval.ci_gate import check_bars, refuse_unknown_bars, write_junit, write_junit_error
+from hyporag.eval.results_store import read_run_settings
+from hyporag.eval.shards import Shard
+from hyporag.foundation.atomic import write_json_atomic
+from hyporag.foundation.errors import HyporagError
+from hyporag.jobs.builders import (
     artifact_config,
     build_program,
     build_retriever,
@@ -26,11 +31,7 @@ from hyporag.builders import (
     load_frozen,
     select_examples,
 )
-from hyporag.errors import HyporagError
-from hyporag.eval import evaluate as evaluation
-from hyporag.eval.ci_gate import check_bars, refuse_unknown_bars, write_junit, write_junit_error
-from hyporag.eval.results_store import read_run_settings
-from hyporag.eval.shards import Shard
+from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import EvalSettings
 from hyporag.jobs.speed import record_speed
 from hyporag.jobs.tracking import code_version, flat_params, report_metrics, tracked
@@ -40,7 +41,6 @@ from hyporag.programs.registry import method_entry
 from hyporag.questions.datasets import load_benchmark
 from hyporag.questions.records import examples_from_python
 from hyporag.retrieval.bm25_engines import engine_of_retriever, search_of_retriever
-from hyporag.run_config import RunConfig
 
 
 @dataclass

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import sys
 
-from hyporag.builders import artifact_config, build_program, build_retriever, fit_to_context
-from hyporag.errors import HyporagError
 from hyporag.eval.dspy_metrics import objective_metric
 from hyporag.eval.evaluate import run_evaluation
+from hyporag.foundation.errors import HyporagError
+from hyporag.jobs.builders import artifact_config, build_program, build_retriever, fit_to_context
 from hyporag.jobs.evaluate import as_roles, run_record
 from hyporag.jobs.fit_candidates import DEFAULT_CANDIDATES, fit_candidates
 from hyporag.jobs.fit_common import fit_plan, fit_questions
 from hyporag.jobs.fit_report import write_fit_report
 from hyporag.jobs.fit_result import FitResult
 from hyporag.jobs.optimizing import make_metric_for, reflection_lm, tune_modes
+from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
 from hyporag.jobs.tracking import metric_name, tracked_job
 from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest, save_artifact
@@ -29,7 +30,6 @@ from hyporag.optimizers.fit import FitState, questions_fingerprint, run_stage, t
 from hyporag.optimizers.splits import refuse_test_split
 from hyporag.optimizers.tune import best_program, open_study, run_study, variant
 from hyporag.programs.registry import method_entry
-from hyporag.run_config import RunConfig
 
 
 def fit(settings: FitSettings, run: RunConfig | None = None, roles=None) -> FitResult:

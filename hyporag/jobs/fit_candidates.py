@@ -17,17 +17,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hyporag.atomic import write_json_atomic, write_text_atomic
-from hyporag.builders import build_program, build_retriever
-from hyporag.errors import ConfigError, HyporagError
 from hyporag.eval.decision import LEAD, paired_measures
 from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.markdown_page import markdown_page
 from hyporag.eval.report import cell
 from hyporag.eval.results_store import read_results
+from hyporag.foundation.atomic import write_json_atomic, write_text_atomic
+from hyporag.foundation.errors import ConfigError, HyporagError
+from hyporag.jobs.builders import build_program, build_retriever
 from hyporag.jobs.evaluate import as_roles, run_record
 from hyporag.jobs.fit_common import fit_plan, fit_questions
 from hyporag.jobs.fit_result import FitResult
+from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
 from hyporag.jobs.speed import seconds_per_call
 from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest, save_artifact
@@ -35,7 +36,6 @@ from hyporag.optimizers.fit import FitState, questions_fingerprint, run_stage, t
 from hyporag.optimizers.selection import SelectionRule, select
 from hyporag.optimizers.splits import refuse_test_split
 from hyporag.programs.registry import method_config, method_entry
-from hyporag.run_config import RunConfig
 
 DEFAULT_CANDIDATES = ("rag", "hcqr", "chr", "option-contrast")
 STAGES = ("candidates", "validate", "evaluate", "freeze", "report")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hyporag.errors import HyporagError
+from hyporag.foundation.errors import HyporagError
+from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
 from hyporag.optimizers.fit import FitPlan
 from hyporag.questions.datasets import load_benchmark
-from hyporag.run_config import RunConfig
 
 
 def fit_questions(settings: FitSettings, run: RunConfig):

@@ -6,10 +6,10 @@ import json
 import shutil
 from pathlib import Path
 
-from hyporag.atomic import write_json_atomic, write_text_atomic
 from hyporag.eval.mcnemar import paired_comparison
 from hyporag.eval.results_store import latest_rows, read_rows
 from hyporag.eval.row import ResultRow
+from hyporag.foundation.atomic import write_json_atomic, write_text_atomic
 
 
 def _paired(rows: list[dict], a: str, b: str) -> dict:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from hyporag.jobs.program import load_program
-from hyporag.run_config import RunConfig
+from hyporag.jobs.run_config import RunConfig
 
 
 @dataclass

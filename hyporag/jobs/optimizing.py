@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hyporag.builders import build_program, build_retriever, lm_build_kwargs, load_frozen, select_examples
-from hyporag.errors import ConfigError, HyporagError
 from hyporag.eval.dspy_metrics import make_metric
+from hyporag.foundation.errors import ConfigError, HyporagError
+from hyporag.jobs.builders import build_program, build_retriever, lm_build_kwargs, load_frozen, select_examples
+from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import SplitSettings
 from hyporag.lm.client import build_lm
 from hyporag.optimizers.splits import refuse_test_split, split_train_val
@@ -14,7 +15,6 @@ from hyporag.programs.judge import ContextJudge
 from hyporag.programs.registry import method_entry
 from hyporag.questions.datasets import load_benchmark
 from hyporag.questions.records import examples_from_python
-from hyporag.run_config import RunConfig
 
 
 def optimizer_splits(settings: SplitSettings, run: RunConfig, examples: Sequence | None = None):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hyporag.builders import artifact_config, load_frozen
+from hyporag.jobs.builders import artifact_config, load_frozen
 from hyporag.jobs.evaluate import as_roles
-from hyporag.run_config import RunConfig
+from hyporag.jobs.run_config import RunConfig
 
 
 def load_program(directory: str | Path, roles=None, run: RunConfig | None = None):

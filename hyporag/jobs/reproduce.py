@@ -12,15 +12,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from hyporag.atomic import write_json_atomic, write_text_atomic
-from hyporag.errors import ConfigError
 from hyporag.eval.shards import merge_runs
+from hyporag.foundation.atomic import write_json_atomic, write_text_atomic
+from hyporag.foundation.errors import ConfigError
 from hyporag.jobs.evaluate import evaluate, log_evaluation
+from hyporag.jobs.run_config import DEFAULT_CORPUS, RunConfig
 from hyporag.jobs.settings import EvalSettings, ReproduceSettings
 from hyporag.jobs.tracking import tracked_job
 from hyporag.reproduction.paper_tables import TABLES, PaperTable, paper, table
 from hyporag.reproduction.report import Cell, markdown
-from hyporag.run_config import DEFAULT_CORPUS, RunConfig
 
 
 @dataclass

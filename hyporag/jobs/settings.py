@@ -12,8 +12,8 @@ import typing
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from hyporag.errors import ConfigError
 from hyporag.eval.shards import Shard
+from hyporag.foundation.errors import ConfigError
 from hyporag.programs.config import _base_type
 
 OPTIMIZERS = ("bootstrap", "bootstrap-rs", "mipro", "gepa")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from hyporag.atomic import write_json_atomic
+from hyporag.foundation.atomic import write_json_atomic
+from hyporag.foundation.paths import cache_dir
 from hyporag.lm.model_identity import digest
-from hyporag.paths import cache_dir
 
 KEEP_CALLS = 200  # older calls are scaled down past this many, so the record follows the machine's current speed
 

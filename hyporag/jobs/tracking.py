@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from hyporag import __version__
-from hyporag.atomic import write_json_atomic
-from hyporag.errors import BackendError, ConfigError
-from hyporag.redact import redact_text, redact_url, split_userinfo
+from hyporag.foundation.atomic import write_json_atomic
+from hyporag.foundation.errors import BackendError, ConfigError
+from hyporag.foundation.redact import redact_text, redact_url, split_userinfo
 
 RUN_FILE = "mlflow_run.json"
 EXPERIMENT = "hyporag"

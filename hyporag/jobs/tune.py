@@ -8,16 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hyporag.builders import artifact_config
 from hyporag.eval.dspy_metrics import objective_metric
+from hyporag.jobs.builders import artifact_config
 from hyporag.jobs.evaluate import as_roles
 from hyporag.jobs.optimizing import base_program, make_metric_for, optimizer_splits, tune_modes
+from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import TuneSettings
 from hyporag.jobs.tracking import flat_params, tracked_job
 from hyporag.lm.cost import CostMeter
 from hyporag.optimizers.artifact import save_artifact
 from hyporag.optimizers.tune import best_program, open_study, run_study, study_report, variant
-from hyporag.run_config import RunConfig
 
 STUDIES = Path("runs") / "studies"
 

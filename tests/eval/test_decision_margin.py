@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 import hyporag
 from hyporag.eval import decision
 from hyporag.eval.report import markdown
+from hyporag.jobs.run_config import RunConfig
 from hyporag.lm.option_probs import decision_measures, letter_logprobs
-from hyporag.run_config import RunConfig
 from hyporag.testing import fake_openai
 
 QUESTIONS = [{"id": f"q{i}", "question": f"Which organ makes hormone {i}?",
@@ -165,8 +165,8 @@ def test_the_page_shows_each_methods_option_probabilities_and_sorts_by_lift(tmp_
 def test_objectives_score_the_readers_belief_and_accuracy_stays_first():
     from hyporag.cli import build_parser
     from hyporag.cli.common import load_settings
-    from hyporag.errors import ConfigError
     from hyporag.eval.dspy_metrics import accuracy, objective_metric
+    from hyporag.foundation.errors import ConfigError
     from hyporag.jobs.settings import FitSettings, TuneSettings
 
     example = dspy.Example(question="Q?", options={"A": "x", "B": "y"}, answer="A")

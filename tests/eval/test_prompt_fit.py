@@ -8,8 +8,8 @@ import pytest
 from dspy.utils import DummyLM
 
 from hyporag.cli import main
-from hyporag.errors import DataError
 from hyporag.eval.prompt_fit import check_prompts_fit
+from hyporag.foundation.errors import DataError
 from hyporag.lm.client import LMRoles
 from hyporag.lm.context_window import ContextWindow, estimate_tokens
 from hyporag.programs import make_program

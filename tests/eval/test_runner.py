@@ -8,9 +8,9 @@ import os
 import pytest
 from dspy.utils import DummyLM
 
-from hyporag.errors import HyporagError
 from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.results_store import ResultsStore
+from hyporag.foundation.errors import HyporagError
 from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
 
@@ -86,7 +86,7 @@ def test_a_takeover_cannot_steal_a_lock_held_by_a_live_run(tmp_path):
 
 TAKE_LOCK = r"""
 import sys, time
-from hyporag.errors import HyporagError
+from hyporag.foundation.errors import HyporagError
 from hyporag.eval.results_store import ResultsStore
 directory, go = sys.argv[1], float(sys.argv[2])
 while time.time() < go:

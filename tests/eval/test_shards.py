@@ -10,11 +10,11 @@ import pytest
 
 import hyporag
 from hyporag.cli import main
-from hyporag.errors import ConfigError, HyporagError
 from hyporag.eval.shards import Shard
+from hyporag.foundation.errors import ConfigError, HyporagError
+from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import EvalSettings
 from hyporag.lm.client import LMRoles
-from hyporag.run_config import RunConfig
 from tests.conftest import PASSAGES, SHARED, write_jsonl
 from tests.optimizers.test_fit import SharedDummyLM
 

@@ -9,9 +9,9 @@ import pytest
 from dspy.utils import DummyLM
 
 from hyporag.cli import main
-from hyporag.errors import RunFailedError
 from hyporag.eval.dspy_metrics import accuracy
 from hyporag.eval.evaluate import run_evaluation
+from hyporag.foundation.errors import RunFailedError
 from hyporag.optimizers.compile import score
 from hyporag.programs import make_program
 

@@ -10,9 +10,9 @@ import shutil
 import pytest
 from dspy.utils import DummyLM
 
-from hyporag.errors import HyporagError
 from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.viewer import write_view
+from hyporag.foundation.errors import HyporagError
 from hyporag.lm.client import LMRoles
 from hyporag.programs.baselines import CoT, SimpleRAG
 

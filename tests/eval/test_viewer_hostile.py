@@ -15,9 +15,9 @@ import pytest
 from dspy.utils import DummyLM
 
 from hyporag.cli import main
-from hyporag.errors import HyporagError
 from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.viewer import page, run_data, serve_view, write_view
+from hyporag.foundation.errors import HyporagError
 from hyporag.lm.client import LMRoles
 from hyporag.programs.baselines import CoT, SimpleRAG
 from tests.eval.test_viewer import chromium

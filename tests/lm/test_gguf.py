@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from hyporag.errors import ModelError
+from hyporag.foundation.errors import ModelError
 from hyporag.lm import gguf
 
 

@@ -37,9 +37,9 @@ def test_request_becomes_an_openai_body_with_a_capped_schema(tmp_path):
 def test_the_paper_protocol_runs_the_embedded_model_uncapped_under_its_own_cache_key(tmp_path):
     """A served model gets DSPy's schema as is; under --protocol paper the in-process engine does too (the cap cut
     HCQR's elimination reasoning at 320 characters, which is where served and in-process answers parted)."""
-    from hyporag.builders import lm_build_kwargs
+    from hyporag.jobs.builders import lm_build_kwargs
+    from hyporag.jobs.run_config import RunConfig
     from hyporag.lm.client import build_lm
-    from hyporag.run_config import RunConfig
 
     assert lm_build_kwargs(RunConfig(program_settings={"protocol": PAPER.name}))["cap_outputs"] is False
     assert lm_build_kwargs(RunConfig())["cap_outputs"] is True

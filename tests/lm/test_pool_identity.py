@@ -7,7 +7,7 @@ from __future__ import annotations
 import dspy
 import pytest
 
-from hyporag.errors import ModelError
+from hyporag.foundation.errors import ModelError
 from hyporag.lm.client import LMRoles, build_lm
 from hyporag.testing import fake_openai
 

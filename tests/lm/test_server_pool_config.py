@@ -8,9 +8,9 @@ import pytest
 from dspy.utils.exceptions import LMTransportError
 
 from hyporag.cli import build_parser, run_config
+from hyporag.jobs.run_config import build_run_config
 from hyporag.lm.client import LMRoles, build_lm, endpoint_usage, engine_of
 from hyporag.lm.router import RoutedEngine
-from hyporag.run_config import build_run_config
 
 DEAD = "http://127.0.0.1:9/v1"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.lm.speculative import NOT_EXACT, Speculative
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from dspy.utils import DummyLM
 
-from hyporag.errors import IndexMismatchError
 from hyporag.eval.dspy_metrics import accuracy
+from hyporag.foundation.errors import IndexMismatchError
 from hyporag.lm.client import LMRoles
 from hyporag.optimizers.artifact import ArtifactError, load_artifact, manifest_checksum, save_artifact
 from hyporag.optimizers.compile import compile_program
@@ -152,7 +152,7 @@ def test_splits_are_seeded_disjoint_and_refuse_test_sets(tiny_questions):
     train, val = split_train_val(tiny_questions, 0.34, seed=1)
     assert len(val) == 1 and not {e.id for e in train} & {e.id for e in val}
     assert split_train_val(tiny_questions, 0.34, seed=1)[1][0].id == val[0].id
-    from hyporag.errors import HyporagError
+    from hyporag.foundation.errors import HyporagError
 
     with pytest.raises(HyporagError, match="test split"):
         refuse_test_split("medqa", allow_test=False)

@@ -12,7 +12,7 @@ from dspy.utils import DummyLM
 from hyporag import FitSettings, RunConfig, fit
 from hyporag.cli import build_parser, run_config
 from hyporag.cli.common import load_settings
-from hyporag.errors import HyporagError
+from hyporag.foundation.errors import HyporagError
 from hyporag.lm.client import LMRoles
 from tests.conftest import PASSAGES, write_jsonl
 

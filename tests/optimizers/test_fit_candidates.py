@@ -11,7 +11,7 @@ import pytest
 
 import hyporag
 from hyporag import FitSettings, RunConfig, fit
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.lm.client import LMRoles
 from hyporag.programs import MCQProgram
 from hyporag.programs.registry import METHODS

@@ -75,7 +75,7 @@ def test_a_trial_whose_questions_all_error_fails_with_its_error(tiny_questions, 
     assert failed == 2 and [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
     assert all(t.user_attrs["error"] == "RuntimeError: program bug in retrieve" for t in study.trials)
     assert all(t.user_attrs["errors"] == 3 for t in study.trials) and "all 3 questions errored" in logged[0]
-    from hyporag.errors import HyporagError
+    from hyporag.foundation.errors import HyporagError
     from hyporag.optimizers.tune import best_trial
 
     with pytest.raises(HyporagError, match="2 failed, first error: RuntimeError: program bug"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from dspy.utils import DummyLM
 
-from hyporag.errors import ModelError
+from hyporag.foundation.errors import ModelError
 from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
 

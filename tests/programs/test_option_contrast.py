@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from dspy.utils import DummyLM
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
 from tests.programs.test_programs import CountingRetriever

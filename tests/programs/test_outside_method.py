@@ -11,10 +11,10 @@ import pytest
 from dspy.utils import DummyLM
 
 import hyporag
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
+from hyporag.jobs.run_config import RunConfig
 from hyporag.lm.client import LMRoles
 from hyporag.programs.registry import METHODS
-from hyporag.run_config import RunConfig
 from tests.conftest import PASSAGES, QUESTIONS, write_jsonl
 
 PLUGIN = '''

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hyporag.errors import DataError
+from hyporag.foundation.errors import DataError
 from hyporag.questions import datasets
 from hyporag.questions.datasets import load_benchmark
 from tests.conftest import SHARED

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hyporag.errors import DataError
+from hyporag.foundation.errors import DataError
 from hyporag.questions.records import load_records
 from tests.conftest import QUESTIONS, write_jsonl
 

@@ -12,7 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from hyporag.errors import IndexMismatchError
+from hyporag.foundation.errors import IndexMismatchError
 from hyporag.retrieval import bm25_compiled, bm25_kernels
 from hyporag.retrieval.bm25 import BM25Index
 from hyporag.retrieval.bm25_forward import build_forward, load_forward
@@ -181,7 +181,7 @@ def test_without_numba_bm25_says_so_once_and_answers_the_same(pair, monkeypatch,
 
 
 def test_an_unknown_backend_is_one_line(pair):
-    from hyporag.errors import ConfigError
+    from hyporag.foundation.errors import ConfigError
 
     with pytest.raises(ConfigError, match="unknown BM25 backend 'cuda'"):
         BM25Index(pair[1].model, backend="cuda")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hyporag.cli import main
-from hyporag.errors import ConfigError, IndexMismatchError
+from hyporag.foundation.errors import ConfigError, IndexMismatchError
 from hyporag.retrieval import bm25_engines, build_index, load_corpus, open_index
 from hyporag.retrieval.bm25 import BM25Index, stemmer, tokenize
 from hyporag.retrieval.bm25_tantivy import TOKENS_FIELD, TantivyBM25Index

@@ -8,14 +8,14 @@ import json
 import numpy as np
 import pytest
 
-from hyporag.errors import ConfigError, IndexMismatchError
+from hyporag.foundation.errors import ConfigError, IndexMismatchError
 from hyporag.jobs.embed import embed
+from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import EmbedSettings
 from hyporag.retrieval import build_index, load_corpus, open_index
 from hyporag.retrieval.encoders import encoder_spec, make_encoder
 from hyporag.retrieval.passage_split import SplitReport, split_long_passages
 from hyporag.retrieval.vector_shards import VectorShards
-from hyporag.run_config import RunConfig
 from tests.tiny_bert import WORDS, tiny_bert
 
 

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from hyporag.errors import ConfigError, IndexMismatchError, ModelError
+from hyporag.foundation.errors import ConfigError, IndexMismatchError, ModelError
 from hyporag.retrieval import build_index, load_corpus, open_index
 from hyporag.retrieval.encoders import PRESETS, EncoderSpec, encoder_spec, make_encoder
 from tests.tiny_bert import tiny_bert

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.retrieval import build_index, load_corpus
 from hyporag.retrieval import index as index_module
 from hyporag.retrieval.estimate import GIB, estimate, refuse_if_too_big

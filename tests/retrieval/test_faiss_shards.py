@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from hyporag.errors import ConfigError, IndexMismatchError
+from hyporag.foundation.errors import ConfigError, IndexMismatchError
 from hyporag.retrieval.dense import DenseIndex, build_faiss
 from hyporag.retrieval.faiss_shards import add_shard, merge, part_path, shard_rows, train
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from hyporag.builders import build_retriever
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
+from hyporag.jobs.builders import build_retriever
+from hyporag.jobs.run_config import RunConfig
 from hyporag.retrieval import build_index, load_corpus, open_index
 from hyporag.retrieval.query import WeightedQuery
-from hyporag.run_config import RunConfig
 from tests.conftest import PASSAGES, write_jsonl
 
 

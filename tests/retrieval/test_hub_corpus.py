@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from hyporag.errors import DataError
-from hyporag.paths import cache_dir
+from hyporag.foundation.errors import DataError
+from hyporag.foundation.paths import cache_dir
 from hyporag.retrieval import corpus as corpus_module
 from hyporag.retrieval import load_corpus
 from hyporag.retrieval.hub_corpus import HUB_CORPORA

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hyporag.cli import main
-from hyporag.errors import IndexMismatchError
+from hyporag.foundation.errors import IndexMismatchError
 from hyporag.retrieval import build_index, load_corpus, open_index
 from hyporag.retrieval.bm25 import BM25Index
 from hyporag.retrieval.index import _save, read_manifest

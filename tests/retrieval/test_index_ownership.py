@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hyporag.cli import main
-from hyporag.errors import DataError, IndexMismatchError
+from hyporag.foundation.errors import DataError, IndexMismatchError
 from hyporag.retrieval import build_index, default_index_dir, load_corpus, open_index
 from tests.conftest import PASSAGES, write_jsonl
 

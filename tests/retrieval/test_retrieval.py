@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hyporag.errors import DataError, IndexMismatchError
+from hyporag.foundation.errors import DataError, IndexMismatchError
 from hyporag.retrieval import Hit, LambdaSchedule, build_index, load_corpus, merge_to_budget, open_index
 from hyporag.retrieval.query import WeightedQuery
 from tests.conftest import PASSAGES, write_jsonl

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hyporag.cli import main
-from hyporag.errors import IndexMismatchError
+from hyporag.foundation.errors import IndexMismatchError
 from hyporag.retrieval import build_index, load_corpus, open_index
 from hyporag.retrieval.encoders import encoder_spec, make_encoder
 from tests.conftest import PASSAGES

@@ -9,11 +9,11 @@ import json
 import pytest
 
 from hyporag.cli import main
-from hyporag.errors import IndexMismatchError
+from hyporag.foundation.errors import IndexMismatchError
 from hyporag.jobs.embed import embed
+from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import EmbedSettings
 from hyporag.retrieval import build_index, load_corpus
-from hyporag.run_config import RunConfig
 from tests.conftest import PASSAGES, write_jsonl
 
 

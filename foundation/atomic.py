@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hyporag.errors import DiskFullError
+from hyporag.foundation.errors import DiskFullError
 
 
 def raise_if_disk_full(exc: OSError, path: Path | str) -> None:

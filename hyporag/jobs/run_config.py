@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from hyporag.errors import ConfigError
+from hyporag.foundation.errors import ConfigError
 from hyporag.programs.config import _base_type
 from hyporag.programs.protocol import protocol_of
 from hyporag.programs.registry import CONFIGS

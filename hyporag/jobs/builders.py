@@ -6,15 +6,15 @@ import random
 import sys
 from pathlib import Path
 
-from hyporag.errors import HyporagError
 from hyporag.eval.prompt_fit import check_prompts_fit
+from hyporag.foundation.errors import HyporagError
+from hyporag.jobs.run_config import DEFAULT_CORPUS, RunConfig, where
 from hyporag.lm.client import ROLES, LMRoles, configure_cache
 from hyporag.lm.context_window import context_window
 from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest
 from hyporag.programs.registry import make_program, method_config, method_entry
 from hyporag.retrieval import build_index, default_index_dir, load_corpus, open_index
 from hyporag.retrieval.index import MANIFEST, is_complete, read_manifest
-from hyporag.run_config import DEFAULT_CORPUS, RunConfig, where
 
 
 def build_roles(config: RunConfig):

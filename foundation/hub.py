@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyporag.errors import DataError
+from hyporag.foundation.errors import DataError
 
 
 def hub_load(*args: Any, **kwargs: Any):
