@@ -18,6 +18,7 @@ from typing import Any
 
 from hyporag.foundation.errors import HyporagError, IndexMismatchError
 from hyporag.foundation.manifests import read_json_object
+from hyporag.programs.config import ProgramConfig
 from hyporag.programs.registry import make_program, method_config
 from hyporag.retrieval.bm25_engines import engine_of_retriever, search_of_retriever
 
@@ -138,6 +139,19 @@ def refuse_predictor_lms(state_path: Path) -> None:
                                 "recompile it, or remove that \"lm\" entry and re-freeze")
 
 
+def frozen_config(directory: str | Path, manifest: dict | None = None) -> ProgramConfig:
+    """The typed config an artifact was frozen with, from its manifest: what a run records and compares, rather
+    than reading settings back out of the loaded program."""
+    directory = Path(directory)
+    manifest = manifest or read_artifact_manifest(directory)
+    try:
+        return method_config(manifest["method"], manifest["program_settings"],
+                             source=f"{directory / 'manifest.json'}: program_settings", strict=True)
+    except (TypeError, ValueError) as exc:
+        raise ArtifactError(f"{directory / 'manifest.json'}: program_settings do not fit {manifest['method']!r} "
+                            f"({exc})") from None
+
+
 def load_artifact(directory: str | Path, retriever, roles):
     """Rebuild the frozen program on this retriever and these LMs; refuses any mismatch with one line."""
 
@@ -162,9 +176,8 @@ def load_artifact(directory: str | Path, retriever, roles):
     if engine and search and frozen_search != search:
         raise IndexMismatchError(f"{directory}: compiled with the {frozen_search} BM25 search, but this run searches "
                                  f"{search}; its rankings differ, so pass --bm25-search {frozen_search}")
+    config = frozen_config(directory, manifest)
     try:
-        config = method_config(manifest["method"], manifest["program_settings"],
-                               source=f"{directory / 'manifest.json'}: program_settings", strict=True)
         program = make_program(manifest["method"], retriever=retriever, roles=roles, config=config)
     except (TypeError, ValueError) as exc:
         raise ArtifactError(f"{directory / 'manifest.json'}: program_settings do not fit {manifest['method']!r} "

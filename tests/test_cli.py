@@ -76,7 +76,7 @@ def test_demo_runs_the_evaluation_directly_with_its_settings(monkeypatch, capsys
     monkeypatch.setattr(demo, "markdown", lambda result: "FULL TABLES")  # demo imports it at module level
     assert main(["demo", "--out", "runs/x"]) == 0
     config = seen["config"]
-    assert (config.dataset, config.methods, config.limit, config.out) == (
+    assert (config.data.dataset, ",".join(config.method_names), config.data.limit, config.control.out) == (
         "mmlu-med-dev", "cot,rag,chr", 16, "runs/x")
     assert config.program_settings["budget"] == 3
     printed = capsys.readouterr().out

@@ -41,16 +41,17 @@ def ran(monkeypatch):
 
     def evaluate(config, settings=None, roles=None, progress=True):
         configs.append(config)
-        methods = config.method_list
-        settings = {"lms": {"hypothesis": config.lm, "answer": config.lm, "judge": config.lm}, "dur": config.dur,
-                    "retriever": config.retriever or "bm25",
+        methods = config.method_names
+        settings = {"lms": {"hypothesis": config.lms.lm, "answer": config.lms.lm, "judge": config.lms.lm},
+                    "dur": config.control.dur,
+                    "retriever": config.index.retriever or "bm25",
                     "program": {m: {"method": m, **config.program_settings, "parse": "strict"} for m in methods}}
         # what the real programs resolve from these settings (HCQR's k and merge under the protocol), not a copy
         settings["effective"] = {m: {**p, **({"per_query_k": c.k, "merge_policy": c.merge} if m == "hcqr" else {})}
                                  for m, p in settings["program"].items()
                                  for c in [method_config(m, config.program_settings)]}
-        report = build_report(fake_rows(methods, judged=config.dur), settings, methods)
-        return EvalReport(config.out, report, 1273)
+        report = build_report(fake_rows(methods, judged=config.control.dur), settings, methods)
+        return EvalReport(config.control.out, report, 1273)
 
     monkeypatch.setattr(reproduce_job, "evaluate", evaluate)
     return configs
@@ -77,10 +78,10 @@ def test_every_table_uses_registered_methods_and_has_a_citation():
 
 def test_hcqr_table1_runs_its_grid_at_the_papers_budget_and_prints_paper_beside_ours(ran, tmp_path, capsys):
     assert main(["reproduce", "hcqr-table1", "--limit", "10", "--out", str(tmp_path)]) == 0
-    assert [c.dataset for c in ran] == ["medqa", "mmlu-med"]
+    assert [c.data.dataset for c in ran] == ["medqa", "mmlu-med"]
     assert all(c.program_settings["budget"] == 15 and c.program_settings["protocol"] == PAPER.name for c in ran)
-    assert ran[0].method_list == ["cot", "rag", "rewrite", "rerank", "hyde", "hcqr"] and ran[0].limit == 10
-    assert ran[0].out == str(tmp_path / "hcqr-table1" / "medqa-paper")
+    assert ran[0].method_names == ["cot", "rag", "rewrite", "rerank", "hyde", "hcqr"] and ran[0].data.limit == 10
+    assert ran[0].control.out == str(tmp_path / "hcqr-table1" / "medqa-paper")
     out = capsys.readouterr().out
     assert "Chang H." in out and "arXiv:2603.19008" in out
     assert "retriever: ours bm25; paper MedCPT" in out and "corpus: ours medcorp-local; paper MedRAG" in out
@@ -100,21 +101,21 @@ def test_the_users_flags_win_over_the_tables_and_are_flagged(ran, tmp_path, caps
                  "--methods", "hcqr,hcqr-no-support", "--out", str(tmp_path)]) == 0
     (config,) = ran
     assert config.program_settings["budget"] == 3 and config.program_settings["parse"] == "mirage"
-    assert config.method_list == ["rag", "hcqr", "hcqr-no-support"]  # the baseline joins for the paired test
+    assert config.method_names == ["rag", "hcqr", "hcqr-no-support"]  # the baseline joins for the paired test
     assert "budget: ours 3; paper 15" in capsys.readouterr().out
 
 
 def test_dur_table_turns_the_judge_on_and_reports_intervals_and_paired_tests(ran, tmp_path, capsys):
     assert main(["reproduce", "hcqr-table2", "--datasets", "medqa", "--out", str(tmp_path)]) == 0
-    assert ran[0].dur
+    assert ran[0].control.dur
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("| medqa | paper | hcqr |"))
     assert "| 10 | 0.700 | 0.397–0.892 | 0 | 7 | 3 | +0.200 | 0.500 | – |" in line
 
 
 def test_variants_set_run_settings_per_cell(ran, tmp_path):
     assert main(["reproduce", "chr-table2", "--out", str(tmp_path)]) == 0
-    assert [c.retriever for c in ran] == ["bm25", "dense"]
-    assert [c.out.rsplit("/", 1)[1] for c in ran] == ["medqa-bm25", "medqa-dense"]
+    assert [c.index.retriever for c in ran] == ["bm25", "dense"]
+    assert [c.control.out.rsplit("/", 1)[1] for c in ran] == ["medqa-bm25", "medqa-dense"]
 
 
 def test_overlap_and_cost_tables_show_the_papers_figures(ran, tmp_path, capsys):

@@ -8,8 +8,8 @@ import pytest
 from dspy.utils import DummyLM
 
 import hyporag
+from hyporag import CHR, DataSettings, RunConfig
 from hyporag.foundation.errors import DataError
-from hyporag.jobs.run_config import RunConfig
 from hyporag.lm.client import LMRoles, build_lm
 from hyporag.testing import fake_openai
 from tests.conftest import write_jsonl
@@ -144,8 +144,32 @@ def test_run_settings_from_python_are_checked_as_a_project_files_are(tmp_path):
 
     from hyporag.foundation.errors import ConfigError
 
-    assert RunConfig(methods=["cot", "rag"], out=Path(tmp_path)).method_list == ["cot", "rag"]
+    assert RunConfig(methods=["cot", "rag"], out=Path(tmp_path)).method_names == ["cot", "rag"]
     for bad, message in ((dict(limit="2"), r"RunConfig.limit: must be a whole number, got '2'"),
-                         (dict(limit=0), "limit must be 1 or more"), (dict(dur="yes"), "RunConfig.dur: must be true")):
+                         (dict(limit=0), r"RunConfig.limit: must be 1 or more"),
+                         (dict(dur="yes"), "RunConfig.dur: must be true"),
+                         (dict(methods="cot,nope"), "unknown method 'nope'"),
+                         (dict(colour="red"), "RunConfig: unknown setting 'colour'"),
+                         (dict(methods=[("rag", CHR.Config())]), "RunConfig.methods: rag takes a ProgramConfig"),
+                         (dict(data="mmlu"), "RunConfig.data: must be a DataSettings")):
         with pytest.raises(ConfigError, match=message):
             RunConfig(**bad)
+    with pytest.raises(ConfigError, match=r"DataSettings.limit: must be a whole number, got '2'"):
+        DataSettings(limit="2")
+
+
+def test_a_run_is_its_groups_and_its_methods_typed_configs():
+    """Settings by name land in their group; the run's methods are typed configs made once from the shared program
+    settings (a config given typed is kept); new shared settings remake only the methods they made."""
+    run = RunConfig(data=DataSettings(dataset="mmlu-med-dev"), limit=4, lm="openai/m", methods="cot,rag,chr",
+                    budget=3, lam=0.5)
+    assert (run.data.dataset, run.data.limit, run.lms.lm, run.setting("limit")) == ("mmlu-med-dev", 4, "openai/m", 4)
+    assert run.method_names == ["cot", "rag", "chr"] and run.program_settings == {"budget": 3, "lam": 0.5}
+    assert run.config_for("rag").budget == 3 and run.config_for("chr").lam == 0.5
+    assert run.config_for("hcqr").budget == 3  # a method outside the run: the shared settings it has
+    mine = CHR.Config(budget=7, lam=1.5)
+    typed = RunConfig(methods=["rag", ("chr", mine)], budget=3)
+    assert typed.config_for("chr") is mine and typed.config_for("rag").budget == 3
+    again = typed.replace(program_settings={"budget": 5}, limit=2)
+    assert again.config_for("rag").budget == 5 and again.config_for("chr") is mine and again.data.limit == 2
+    assert again.data.dataset is None and typed.data.limit is None  # replace copies; nothing mutated

@@ -58,10 +58,10 @@ def run(args: argparse.Namespace, config: RunConfig) -> int:
     if not args.question.strip():
         raise HyporagError("--question: the question is empty")
     options = _parse_options(args.option)
-    if config.program:
+    if config.control.program:
         config = artifact_config(config)
     roles = build_roles(config)
-    if config.program:
+    if config.control.program:
         program = load_frozen(config, roles)
     else:
         method = args.method or "rag"

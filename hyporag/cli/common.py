@@ -184,6 +184,6 @@ def load_settings(args: argparse.Namespace, job: type[JobSettings] | None = None
     given = {k: getattr(args, k) for k in job_keys if getattr(args, k, None) is not None}
     given.update({k: v for k, v in (flags_for_job or {}).items() if v is not None})
     settings = job.from_dict(given, source="command line", base=settings) if given else settings
-    if "out" in job.field_names() and getattr(settings, "out", None) is None and config.out:
-        settings = settings.replace(out=config.out)  # shared `out` (top level or flag) serves the job too
+    if "out" in job.field_names() and getattr(settings, "out", None) is None and config.control.out:
+        settings = settings.replace(out=config.control.out)  # shared `out` (top level or flag) serves the job too
     return config, settings

@@ -28,8 +28,8 @@ def _describe_corpus(corpus) -> tuple[int, str]:
 
 
 def run(args: argparse.Namespace, config: RunConfig) -> int:
-    loaders = [("dataset", n, lambda n: _describe_dataset(load_benchmark(n, config.data_dir))) for n in BENCHMARKS]
-    loaders += [("corpus", n, lambda n: _describe_corpus(load_corpus(n, config.data_dir))) for n in CORPORA]
+    loaders = [("dataset", n, lambda n: _describe_dataset(load_benchmark(n, config.data.data_dir))) for n in BENCHMARKS]
+    loaders += [("corpus", n, lambda n: _describe_corpus(load_corpus(n, config.data.data_dir))) for n in CORPORA]
     for kind, name, describe in loaders:
         try:
             count, source = describe(name)

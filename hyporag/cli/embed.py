@@ -36,6 +36,6 @@ def run(args: argparse.Namespace) -> int:
     config, settings = load_settings(args, EmbedSettings)
     report = embed(settings, config)
     print(report.describe())
-    print(f"next: hyporag index build --corpus {config.corpus or 'medcorp-local'} --vectors {report.out} "
-          f"--embedder {config.embedder or 'minilm'} --retriever both")
+    print(f"next: hyporag index build --corpus {config.data.corpus or 'medcorp-local'} --vectors {report.out} "
+          f"--embedder {config.index.embedder or 'minilm'} --retriever both")
     return 0

@@ -77,16 +77,17 @@ def run_sharded_faiss(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace, config: RunConfig) -> int:
-    corpus = load_corpus(config.corpus or "medcorp-local", config.data_dir)
+    corpus = load_corpus(config.data.corpus or "medcorp-local", config.data.data_dir)
     started = time.perf_counter()
     retriever = args.retriever or ("both" if args.vectors else "bm25")
     if args.vectors and retriever == "bm25":
         raise HyporagError("index build: --vectors are dense vectors; use --retriever dense or both")
-    directory = build_index(corpus, Path(config.index_dir) if config.index_dir else None, retriever=retriever,
-                            embedder_name=config.embedder or DEFAULT_EMBEDDER, faiss_kind=config.faiss,
+    where_to = Path(config.index.index_dir) if config.index.index_dir else None
+    directory = build_index(corpus, where_to, retriever=retriever,
+                            embedder_name=config.index.embedder or DEFAULT_EMBEDDER, faiss_kind=config.index.faiss,
                             max_seq_length=args.max_seq_length, force=args.force,
-                            vectors=Path(args.vectors) if args.vectors else None, bm25_engine=config.bm25_engine,
-                            bm25_search=config.bm25_search or "exact",
+                            vectors=Path(args.vectors) if args.vectors else None, bm25_engine=config.index.bm25_engine,
+                            bm25_search=config.index.bm25_search or "exact",
                             **({"max_passage_chars": args.max_passage_chars} if args.max_passage_chars else {}))
     print(f"index ready at {directory} ({time.perf_counter() - started:.1f} s)")
     return 0

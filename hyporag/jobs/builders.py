@@ -18,19 +18,19 @@ from hyporag.retrieval.index import MANIFEST, is_complete, read_manifest
 
 
 def build_roles(config: RunConfig):
-    configure_cache(enabled=not config.no_cache)
-    return LMRoles.from_specs(config.lm, config.hypothesis_lm, config.answer_lm, config.judge_lm,
-                              adapter=config.adapter, local_adapter=config.protocol.local_adapter,
-                              role_api_bases={role: config.endpoints(role) for role in ROLES},
+    configure_cache(enabled=not config.lms.no_cache)
+    return LMRoles.from_specs(config.lms.lm, config.lms.hypothesis_lm, config.lms.answer_lm, config.lms.judge_lm,
+                              adapter=config.lms.adapter, local_adapter=config.protocol.local_adapter,
+                              role_api_bases={role: config.lms.endpoints(role) for role in ROLES},
                               **lm_build_kwargs(config))
 
 
 def lm_build_kwargs(config: RunConfig) -> dict:
     """The `build_lm` settings every LM built from the command line shares (endpoint, key, limits, cache)."""
-    return {"api_base": config.endpoints(), "api_key": config.api_key, "max_tokens": config.max_tokens,
-            "cache": not config.no_cache, "timeout": config.timeout, "num_retries": config.retries,
+    return {"api_base": config.lms.endpoints(), "api_key": config.lms.api_key, "max_tokens": config.lms.max_tokens,
+            "cache": not config.lms.no_cache, "timeout": config.lms.timeout, "num_retries": config.lms.retries,
             # the protocol decides whether the embedded engine caps outputs (long reasoning is not cut, as on a server)
-            "cap_outputs": config.protocol.caps_engine_output, "speculative": config.speculative}
+            "cap_outputs": config.protocol.caps_engine_output, "speculative": config.lms.speculative}
 
 
 def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = None):
@@ -40,18 +40,18 @@ def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = Non
         return None
 
     recorded = recorded or {}
-    corpus = load_corpus(config.corpus or recorded.get("corpus_spec") or DEFAULT_CORPUS, config.data_dir)
-    saved_dir = recorded.get("index_dir") if not config.corpus else None
-    if config.index_dir:
-        directory = Path(config.index_dir)
+    corpus = load_corpus(config.data.corpus or recorded.get("corpus_spec") or DEFAULT_CORPUS, config.data.data_dir)
+    saved_dir = recorded.get("index_dir") if not config.data.corpus else None
+    if config.index.index_dir:
+        directory = Path(config.index.index_dir)
     elif saved_dir and (Path(saved_dir) / "manifest.json").is_file():
         directory = Path(saved_dir)
     else:
         directory = default_index_dir(corpus)
-    mode = config.retriever or recorded.get("mode")
+    mode = config.index.retriever or recorded.get("mode")
     # a frozen program's engine is asked for too: its index rebuilt by another engine is refused, never run silently
-    engine = config.bm25_engine if config.bm25_engine != "auto" else recorded.get("bm25_engine") or "auto"
-    search = config.bm25_search or recorded.get("bm25_search") or "exact"
+    engine = config.index.bm25_engine if config.index.bm25_engine != "auto" else recorded.get("bm25_engine") or "auto"
+    search = config.index.bm25_search or recorded.get("bm25_search") or "exact"
     if not _finished_index(directory):  # absent, or a first-use build that was interrupted: this command resumes it
         if mode not in (None, "bm25"):  # embedding takes long enough that it must be asked for
             raise HyporagError(f"no index at {directory}; build one with `hyporag index build --corpus {corpus.spec} "
@@ -60,12 +60,12 @@ def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = Non
               "interrupted build resumes here)", file=sys.stderr)
         build_index(corpus, directory, retriever="bm25", progress=False, log=lambda m: print(m, file=sys.stderr),
                     bm25_engine=engine, bm25_search=search)
-    retriever = open_index(directory, corpus=corpus, mode=mode, faiss_kind=config.faiss, rrf_k=config.rrf_k,
-                           asked_encoder=config.embedder, nprobe=config.nprobe, asked_bm25_engine=engine,
+    retriever = open_index(directory, corpus=corpus, mode=mode, faiss_kind=config.index.faiss, rrf_k=config.index.rrf_k,
+                           asked_encoder=config.index.embedder, nprobe=config.index.nprobe, asked_bm25_engine=engine,
                            bm25_search=search)
-    if config.fuse_index:
-        retriever.fuse_with([open_index(Path(d), corpus=corpus, mode="dense", faiss_kind=config.faiss,
-                                        nprobe=config.nprobe) for d in config.fuse_index])
+    if config.index.fuse_index:
+        retriever.fuse_with([open_index(Path(d), corpus=corpus, mode="dense", faiss_kind=config.index.faiss,
+                                        nprobe=config.index.nprobe) for d in config.index.fuse_index])
     return retriever
 
 
@@ -78,54 +78,55 @@ def _finished_index(directory: Path) -> bool:
         return True  # a damaged manifest is reported by open_index, naming the file and the command
 
 
-def build_program(method: str, config: RunConfig, retriever, roles):
-    """The method with its preset and the run's program settings on top (those it has)."""
+def build_program(method: str, run: RunConfig, retriever, roles):
+    """The method with the typed config the run gives it (its preset and the shared program settings it has)."""
 
-    return make_program(method, retriever=retriever, roles=roles,
-                        config=method_config(method, config.program_settings, source="settings"))
+    return make_program(method, retriever=retriever, roles=roles, config=run.config_for(method))
 
 
-def artifact_config(config: RunConfig) -> RunConfig:
+def artifact_config(run: RunConfig) -> RunConfig:
     """The run's config for a frozen `--program`: its own program settings, protocol included, so the LM roles are
-    built as the freezing process built them (the embedded engine's output cap follows the protocol). A program
-    setting given with --program that differs from the artifact's is refused, naming where it came from: a frozen
-    program is evaluated as it was frozen, never silently as something else."""
-    import json
-
-
-    manifest = read_artifact_manifest(config.program)
-    frozen = manifest["program_settings"]
-    for key, value in config.program_settings.items():
-        origin = config.sources.get(key, "command line")
-        if key not in frozen:
+    built as the freezing process built them (the embedded engine's output cap follows the protocol), and its one
+    method the frozen typed config. A program setting given with --program that makes a different config than the
+    artifact's is refused, naming where it came from: a frozen program is evaluated as it was frozen, never
+    silently as something else."""
+    program = run.control.program
+    manifest = read_artifact_manifest(program)
+    method, frozen = manifest["method"], manifest["program_settings"]
+    source = f"{program}: program_settings"
+    frozen_config = method_config(method, frozen, source=source, strict=True)
+    for key, value in run.program_settings.items():
+        origin = run.sources.get(key, "command line")
+        if key not in frozen_config.__dataclass_fields__:
             if origin == "command line":
-                raise HyporagError(f"{where(origin, key)}: the frozen {manifest['method']} program in {config.program} "
-                                   "has no such setting; drop the flag")
+                raise HyporagError(f"{where(origin, key)}: the frozen {method} program in {program} has no such "
+                                   "setting; drop the flag")
             continue
-        if json.dumps(value, sort_keys=True) != json.dumps(frozen[key], sort_keys=True):
+        if method_config(method, {**frozen, key: value}, source=where(origin, key), strict=True) != frozen_config:
             raise HyporagError(f"{where(origin, key)} = {value!r} differs from the frozen program's {key} = "
-                               f"{frozen[key]!r} ({config.program}); a frozen program runs with its own settings: "
+                               f"{frozen[key]!r} ({program}); a frozen program runs with its own settings: "
                                "drop the setting, or fit/compile a new program with it")
-    return config.replace(program_settings=dict(frozen))
+    return run.replace(program_settings=dict(frozen), methods=((method, frozen_config),))
 
 
 def load_frozen(config: RunConfig, roles):
     """Load a frozen artifact on the index it was compiled against (its corpus and index unless --corpus or
     --index-dir say otherwise)."""
 
-    manifest = read_artifact_manifest(config.program)
-    if config.adapter == "auto":
+    manifest = read_artifact_manifest(config.control.program)
+    if config.lms.adapter == "auto":
         roles.use_adapters(manifest.get("adapters"))
     needs_retrieval = method_entry(manifest["method"]).program.uses_retrieval  # the class says, not its name
-    return load_artifact(config.program, build_retriever(config, needs_retrieval, manifest["retrieval"]), roles)
+    return load_artifact(config.control.program, build_retriever(config, needs_retrieval, manifest["retrieval"]), roles)
 
 
 def fit_to_context(examples: list, where, programs: dict, roles, config: RunConfig) -> tuple[list, str]:
     """The examples whose largest answer prompt fits the answer LM's window (refused or skipped otherwise), and a
     note of what was checked for the run's settings."""
 
-    window = context_window(roles.answer.lm, config.context_tokens, next(iter(config.endpoints("answer")), None))
-    report = check_prompts_fit(examples, where, programs, window, config.max_tokens, config.skip_bad_rows)
+    lms = config.lms
+    window = context_window(roles.answer.lm, lms.context_tokens, next(iter(lms.endpoints("answer")), None))
+    report = check_prompts_fit(examples, where, programs, window, config.lms.max_tokens, config.data.skip_bad_rows)
     if report.skipped:
         print(f"skipped {len(report.skipped)} question(s) too long for the context (first: {report.skipped[0]})",
               file=sys.stderr)

@@ -39,7 +39,7 @@ class CompileResult:
 def compile(settings: CompileSettings, run: RunConfig | None = None, roles=None, program=None,  # noqa: A001
             examples: Sequence | None = None) -> CompileResult:
     """Compile `program` (or the settings' method, or the run's --program) on a seeded train / validation split;
-    with `run.track`, one MLflow run holding the frozen artifact."""
+    with `run.tracking.track`, one MLflow run holding the frozen artifact."""
     run = run or RunConfig()
     with tracked_job(run, "compile", settings, settings.out, beside=True) as tracker:
         result = _compile(settings, run, roles, program, examples)
@@ -51,7 +51,7 @@ def compile(settings: CompileSettings, run: RunConfig | None = None, roles=None,
 
 
 def _compile(settings: CompileSettings, run: RunConfig, roles, program, examples) -> CompileResult:
-    if run.program:  # a frozen start point brings its own settings (protocol included) for the LMs too
+    if run.control.program:  # a frozen start point brings its own settings (protocol included) for the LMs too
         run = artifact_config(run)
     roles = as_roles(roles, run)
     train, val, split = optimizer_splits(settings, run, examples)
@@ -60,7 +60,7 @@ def _compile(settings: CompileSettings, run: RunConfig, roles, program, examples
     print(f"compile {program.method} with {settings.optimizer} on {split['train_size']} train / "
           f"{split['val_size']} val questions, metric {settings.metric}", file=sys.stderr)
     result = compile_program(program, train, val, settings.optimizer, metric, roles, auto=settings.auto,
-                             max_demos=settings.max_demos, seed=run.seed, threads=run.threads,
+                             max_demos=settings.max_demos, seed=run.data.seed, threads=run.control.threads,
                              max_metric_calls=settings.max_metric_calls,
                              reflection_lm=reflection_lm(settings.reflection_lm, run))
     if settings.optimizer in ("gepa", "mipro"):

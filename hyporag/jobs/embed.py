@@ -62,7 +62,7 @@ def _log(message: str) -> None:
 
 
 def _passages(run: RunConfig, settings: EmbedSettings):
-    corpus = load_corpus(run.corpus or DEFAULT_CORPUS, run.data_dir)
+    corpus = load_corpus(run.data.corpus or DEFAULT_CORPUS, run.data.data_dir)
     return corpus, split_long_passages(corpus, SplitReport(settings.max_passage_chars))
 
 
@@ -74,7 +74,7 @@ def embed(settings: EmbedSettings, run: RunConfig | None = None, progress: bool 
     run = run or RunConfig()
     if not settings.out:
         raise ConfigError("embed: give out, the folder for the vectors (--out)")
-    spec = encoder_spec(run.embedder or "minilm", settings.max_seq_length)
+    spec = encoder_spec(run.index.embedder or "minilm", settings.max_seq_length)
     corpus, passages = _passages(run, settings)
     shards = VectorShards(settings.out, {
         "corpus": corpus.name, "corpus_source": corpus.source, "corpus_fingerprint": corpus.fingerprint(),

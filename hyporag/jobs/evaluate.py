@@ -36,6 +36,7 @@ from hyporag.jobs.settings import EvalSettings
 from hyporag.jobs.speed import record_speed
 from hyporag.jobs.tracking import code_version, flat_params, report_metrics, tracked
 from hyporag.lm.client import LMRoles
+from hyporag.programs.config import ProgramConfig
 from hyporag.programs.judge import ContextJudge
 from hyporag.programs.registry import method_entry
 from hyporag.questions.datasets import load_benchmark
@@ -79,14 +80,14 @@ def as_roles(roles, config: RunConfig):
 def evaluate(run: RunConfig, settings: EvalSettings | None = None, roles=None, examples: Sequence | None = None,
              programs: Mapping[str, Any] | None = None, progress: bool = True) -> EvalReport:
     """Evaluate and report; an interrupted call re-run with the same settings resumes question by question (and,
-    with `run.track`, continues the same MLflow run)."""
+    with `run.tracking.track`, continues the same MLflow run)."""
     settings = settings or EvalSettings()
-    dataset_name = run.dataset or ("examples" if examples is not None else None)
+    dataset_name = run.data.dataset or ("examples" if examples is not None else None)
     if dataset_name is None:
         raise HyporagError("eval: give --dataset (a benchmark name or a .jsonl/.csv path), or set it in hyporag.toml")
     suite = f"hyporag-eval-{Path(dataset_name).stem}"
-    out = Path(run.out or Path("runs") / Path(dataset_name).stem)
-    with tracked(run.track, "eval", out) as tracker:
+    out = Path(run.control.out or Path("runs") / Path(dataset_name).stem)
+    with tracked(run.tracking.track, "eval", out) as tracker:
         result = _evaluate(run, settings, roles, examples, programs, progress, dataset_name, suite, out, tracker)
         if tracker:
             log_evaluation(tracker, result.report, out)
@@ -106,19 +107,22 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
         shard = Shard.parse(settings.shard, "eval: shard") if settings.shard else None
         shard_record = shard.record(examples) if shard else None
         examples = shard.take(examples) if shard else examples
-        if run.program:
+        if run.control.program:
             run = artifact_config(run)
         roles = as_roles(roles, run)
+        configs = {}  # the typed config of each program hyporag builds here (a user's programs bring their own)
         if programs is not None:
             programs = dict(programs)
             retriever = next((p.retriever for p in programs.values() if getattr(p, "retriever", None)), None)
-        elif run.program:
+        elif run.control.program:
             frozen = load_frozen(run, roles)
-            retriever, programs = frozen.retriever, {f"{frozen.method}@{Path(run.program).name}": frozen}
+            name = f"{frozen.method}@{Path(run.control.program).name}"
+            retriever, programs, configs = frozen.retriever, {name: frozen}, {name: run.methods[0].config}
         else:
-            uses = [method_entry(m).program.uses_retrieval for m in run.method_list]
+            uses = [method_entry(m).program.uses_retrieval for m in run.method_names]
             retriever = build_retriever(run, any(uses))
-            programs = {m: build_program(m, run, retriever, roles) for m in run.method_list}
+            programs = {m: build_program(m, run, retriever, roles) for m in run.method_names}
+            configs = {m.name: m.config for m in run.methods}
         if settings.fail_under:
             refuse_unknown_bars(settings.fail_under, list(programs))
         planned = len(examples)
@@ -126,8 +130,9 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
         if not examples:
             raise HyporagError(f"{dataset_name}: no question fits the context of {roles.answer.spec}")
         # what the programs really run with (a --program brings its own budget and answer step, not the flags')
-        recorded = {"dataset": dataset_name, "dataset_source": source, "n": len(examples), "seed": run.seed,
-                    **run_record(programs, roles, retriever), "dur": run.dur, "baseline": run.baseline,
+        recorded = {"dataset": dataset_name, "dataset_source": source, "n": len(examples), "seed": run.data.seed,
+                    **run_record(programs, roles, retriever, configs), "dur": run.control.dur,
+                    "baseline": run.control.baseline,
                     "effective": {m: settings_of(p, effective=True) for m, p in programs.items()},
                     "skipped_too_long": planned - len(examples), "context_check": context_check,
                     "code_version": code_version(), **({"shard": shard_record} if shard else {})}
@@ -135,14 +140,15 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
             tracker.params(flat_params("", {k: recorded[k] for k in (
                 "dataset", "n", "seed", "methods", "lms", "adapters", "budget", "retriever", "dur",
                 "index_fingerprint", "program")}))
-        judge = ContextJudge(roles.judge) if run.dur else None
+        judge = ContextJudge(roles.judge) if run.control.dur else None
         earlier = _recorded_endpoints(out)
         try:
-            report = evaluation.run_evaluation(programs, examples, out, recorded, threads=run.threads, judge=judge,
-                                           progress=progress, debug=run.debug)
+            report = evaluation.run_evaluation(programs, examples, out, recorded, threads=run.control.threads,
+                                               judge=judge, progress=progress, debug=run.control.debug)
         finally:  # a run stopped by a dead pool keeps what each endpoint served, for the resume to add to
             endpoints = _record_endpoints(out, roles, earlier)
-        record_speed(roles, report, recorded["budget"])  # seconds per call at this budget, for fit
+        budget = recorded["budget"] if isinstance(recorded["budget"], int) else None
+        record_speed(roles, report, budget)  # seconds per call at this budget, for fit's estimate
     except (HyporagError, KeyboardInterrupt) as exc:
         if settings.junit:  # every outcome writes the file: an older one must never stand for this run
             code = 130 if isinstance(exc, KeyboardInterrupt) else exc.exit_code
@@ -186,21 +192,24 @@ def _questions(run: RunConfig, examples: Sequence | None) -> tuple[list, Any, st
     """(the questions to run, where each came from, the source, the dataset's size)."""
     if examples is not None:  # checked and normalised as a file's rows are
         given = examples_from_python(examples)
-        chosen = select_examples(given.examples, run.limit, run.seed)
+        chosen = select_examples(given.examples, run.data.limit, run.data.seed)
         return chosen, given.where, given.source, len(given.examples)
 
-    loaded = load_benchmark(run.dataset, run.data_dir, skip_bad_rows=run.skip_bad_rows)
+    loaded = load_benchmark(run.data.dataset, run.data.data_dir, skip_bad_rows=run.data.skip_bad_rows)
     if loaded.skipped:
         print(f"skipped {len(loaded.skipped)} bad rows (first: {loaded.skipped[0]})", file=sys.stderr)
-    return select_examples(loaded.examples, run.limit, run.seed), loaded.where, loaded.source, len(loaded.examples)
+    chosen = select_examples(loaded.examples, run.data.limit, run.data.seed)
+    return chosen, loaded.where, loaded.source, len(loaded.examples)
 
 
-def run_record(programs: dict, roles, retriever) -> dict:
+def run_record(programs: dict, roles, retriever, configs: dict[str, ProgramConfig]) -> dict:
     """What run.json records of the programs, LMs and index a run used: every evaluation writes it alike (eval,
-    a fit's held-out and validation runs), so report, view and resume read the same fields."""
+    a fit's held-out and validation runs), so report, view and resume read the same fields. The shared budget and
+    reasoning come from the typed `configs` the programs were built with; a program given from Python without
+    one is recorded as it describes itself."""
     return {"methods": list(programs), "lms": roles.specs(), "lm_identities": roles.identities(),
-            "adapters": roles.adapters(), "budget": shared_setting(programs, "budget"),
-            "reasoning": shared_setting(programs, "reasoning"), "retriever": getattr(retriever, "mode", None),
+            "adapters": roles.adapters(), "budget": shared_setting(programs, configs, "budget"),
+            "reasoning": shared_setting(programs, configs, "reasoning"), "retriever": getattr(retriever, "mode", None),
             "index_fingerprint": getattr(retriever, "fingerprint", None), "bm25_engine": engine_of_retriever(retriever),
             "bm25_search": search_of_retriever(retriever),
             "index_dir": str(retriever.directory) if getattr(retriever, "directory", None) else None,
@@ -217,8 +226,9 @@ def settings_of(program, effective: bool = False) -> dict:
     return {"method": "user", "class": f"{kind.__module__}.{kind.__qualname__}"}
 
 
-def shared_setting(programs: dict, key: str):
+def shared_setting(programs: dict, configs: dict[str, ProgramConfig], key: str):
     """One setting across the run's programs: its value when they agree, else the value per method."""
-    values = {m: settings_of(p).get(key) for m, p in programs.items()}
+    values = {m: getattr(configs[m], key, None) if m in configs else settings_of(p).get(key)
+              for m, p in programs.items()}
     distinct = {json.dumps(v, sort_keys=True) for v in values.values()}
     return next(iter(values.values())) if len(distinct) == 1 else values

@@ -31,7 +31,7 @@ from hyporag.jobs.fit_result import FitResult
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
 from hyporag.jobs.speed import seconds_per_call
-from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest, save_artifact
+from hyporag.optimizers.artifact import frozen_config, load_artifact, read_artifact_manifest, save_artifact
 from hyporag.optimizers.fit import FitState, questions_fingerprint, run_stage, three_way_split
 from hyporag.optimizers.selection import SelectionRule, select
 from hyporag.optimizers.splits import refuse_test_split
@@ -78,16 +78,16 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     methods = list(dict.fromkeys(settings.methods))
     for method in methods:  # an unknown candidate is refused before anything is built or called
         method_entry(method)
-    if run.program:
+    if run.control.program:
         raise ConfigError("fit: --program starts one method's fit; give it with --method, not --methods")
-    if not run.dataset or not settings.out:
+    if not run.data.dataset or not settings.out:
         raise HyporagError("fit needs --dataset (your dev set) and --out (the fit directory to write)")
-    refuse_test_split(run.dataset, settings.allow_test)
+    refuse_test_split(run.data.dataset, settings.allow_test)
     roles = as_roles(roles, run)
     _, examples, out = fit_questions(settings, run)
     plan = fit_plan(settings, run, ",".join(methods), questions_fingerprint(examples))
     state = FitState(out, plan)
-    parts = three_way_split(examples, plan.fractions, run.seed)
+    parts = three_way_split(examples, plan.fractions, run.data.seed)
     budget = method_config(methods[0], run.program_settings).budget
     estimate = cost_estimate(methods, {k: len(v) for k, v in parts.items()}, settings,
                              seconds_per_call(roles, budget), budget)
@@ -115,23 +115,25 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     split = json.loads((out / "candidates" / methods[0] / "fit.json").read_text(encoding="utf-8"))["stages"]["split"]
     by_id = {e.id: e for e in examples}
     val, heldout = ([by_id[i] for i in split[k]] for k in ("val", "heldout"))
-    rule = SelectionRule(simplest=run.baseline, max_calls_per_question=settings.max_calls_per_question)
+    rule = SelectionRule(simplest=run.control.baseline, max_calls_per_question=settings.max_calls_per_question)
     retriever = build_retriever(run, any(method_entry(m).program.uses_retrieval for m in (*methods, rule.simplest)))
 
     def frozen(method: str):
         return load_artifact(out / "candidates" / method / "artifact", retriever, roles)
 
     def evaluated(programs: dict, questions: list, where: Path) -> list[dict]:
-        recorded = {"dataset": run.dataset, "n": len(questions), "seed": run.seed,
-                    **run_record(programs, roles, retriever), "fit": str(out)}
-        run_evaluation(programs, questions, where, recorded, threads=run.threads, progress=True)
+        configs = {m: frozen_config(out / "candidates" / m / "artifact") if m in methods else run.config_for(m)
+                   for m in programs}
+        recorded = {"dataset": run.data.dataset, "n": len(questions), "seed": run.data.seed,
+                    **run_record(programs, roles, retriever, configs), "fit": str(out)}
+        run_evaluation(programs, questions, where, recorded, threads=run.control.threads, progress=True)
         return read_results(where)
 
     def validate() -> dict:
         programs = {m: frozen(m) for m in methods}
         programs[REFERENCE] = build_program(REFERENCE, run, None, roles)
         chosen = select([r for r in evaluated(programs, val, out / "validation") if r["method"] in methods],
-                        methods, rule, run.seed, {m: method_entry(m).program.estimated_calls for m in methods})
+                        methods, rule, run.data.seed, {m: method_entry(m).program.estimated_calls for m in methods})
         return {"summary": f"chosen {chosen['chosen']} (runner-up {chosen['runner_up']}) on {len(val)} validation "
                            "questions", **chosen}
 
@@ -148,7 +150,7 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
         return {"summary": f"held-out {len(heldout)}: " + ", ".join(
             f"{m} {sum(r['correct'] for r in rows if r['method'] == m) / len(heldout):.3f}" for m in names),
                 "accuracy": {m: sum(r["correct"] for r in rows if r["method"] == m) / len(heldout) for m in names},
-                "confirmation": _confirmation(rows, chosen, rule.simplest, run.seed)}
+                "confirmation": _confirmation(rows, chosen, rule.simplest, run.data.seed)}
 
     if out_of_time("evaluate"):
         return FitResult(out, state.data)

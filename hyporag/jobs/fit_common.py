@@ -15,8 +15,8 @@ from hyporag.questions.datasets import load_benchmark
 def fit_questions(settings: FitSettings, run: RunConfig):
     """(the load report, the questions a fit splits, its directory, created): a file where the directory should be
     is refused."""
-    loaded = load_benchmark(run.dataset, run.data_dir, skip_bad_rows=run.skip_bad_rows)
-    examples = loaded.examples[: run.limit] if run.limit else loaded.examples
+    loaded = load_benchmark(run.data.dataset, run.data.data_dir, skip_bad_rows=run.data.skip_bad_rows)
+    examples = loaded.examples[: run.data.limit] if run.data.limit else loaded.examples
     out = Path(settings.out)
     if out.exists() and not out.is_dir():
         raise HyporagError(f"{out}: is a file, not a directory; give --out a directory")
@@ -25,8 +25,8 @@ def fit_questions(settings: FitSettings, run: RunConfig):
 
 
 def fit_plan(settings: FitSettings, run: RunConfig, method: str, questions: str) -> FitPlan:
-    return FitPlan(method=method, dataset=run.dataset, out=str(settings.out), fractions=tuple(settings.splits),
-                   trials=settings.trials, optimizer=settings.optimizer, metric=settings.metric, seed=run.seed,
+    return FitPlan(method=method, dataset=run.data.dataset, out=str(settings.out), fractions=tuple(settings.splits),
+                   trials=settings.trials, optimizer=settings.optimizer, metric=settings.metric, seed=run.data.seed,
                    objective=settings.objective, max_demos=settings.max_demos,
                    program_settings=tuple(sorted((k, json.dumps(v)) for k, v in run.program_settings.items())),
                    questions=questions)

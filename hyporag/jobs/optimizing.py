@@ -24,23 +24,23 @@ def optimizer_splits(settings: SplitSettings, run: RunConfig, examples: Sequence
     if settings.trainset:
         for name in (settings.trainset, settings.valset):
             refuse_test_split(name, settings.allow_test)
-        train = load_benchmark(settings.trainset, run.data_dir).examples
-        val = load_benchmark(settings.valset, run.data_dir).examples
+        train = load_benchmark(settings.trainset, run.data.data_dir).examples
+        val = load_benchmark(settings.valset, run.data.data_dir).examples
         if settings.trainset == settings.valset:
             raise HyporagError("--trainset and --valset are the same set: give disjoint splits")
         return train, val, {"train": settings.trainset, "val": settings.valset, "train_size": len(train),
                             "val_size": len(val)}
     if examples is None:
-        dataset = run.dataset or "medqa-dev"
+        dataset = run.data.dataset or "medqa-dev"
         refuse_test_split(dataset, settings.allow_test)
-        examples = load_benchmark(dataset, run.data_dir).examples
+        examples = load_benchmark(dataset, run.data.data_dir).examples
     else:
-        dataset = run.dataset or "examples"
+        dataset = run.data.dataset or "examples"
         examples = examples_from_python(examples).examples  # checked as a file's rows are
-    chosen = select_examples(list(examples), run.limit, run.seed)
-    train, val = split_train_val(chosen, settings.val_fraction, run.seed)
-    return train, val, {"dataset": dataset, "val_fraction": settings.val_fraction, "seed": run.seed,
-                        "limit": run.limit, "train_size": len(train), "val_size": len(val)}
+    chosen = select_examples(list(examples), run.data.limit, run.data.seed)
+    train, val = split_train_val(chosen, settings.val_fraction, run.data.seed)
+    return train, val, {"dataset": dataset, "val_fraction": settings.val_fraction, "seed": run.data.seed,
+                        "limit": run.data.limit, "train_size": len(train), "val_size": len(val)}
 
 
 def make_metric_for(name: str, roles):
@@ -52,7 +52,7 @@ def base_program(method: str | None, run: RunConfig, roles, program=None):
     `method` on the run's index."""
     if program is not None:
         return program
-    if run.program:
+    if run.control.program:
         return load_frozen(run, roles)
     if not method:
         raise HyporagError("give --method (or --program, a frozen artifact to start from)")
@@ -66,7 +66,7 @@ def reflection_lm(spec: str | None, run: RunConfig):
         return None
 
     # a new instruction is free text, longer than any field the task LMs write
-    return build_lm(spec, **{**lm_build_kwargs(run), "max_tokens": max(run.max_tokens, 1024)})
+    return build_lm(spec, **{**lm_build_kwargs(run), "max_tokens": max(run.lms.max_tokens, 1024)})
 
 
 def tune_modes(program, requested: str | None) -> list[str]:

@@ -55,16 +55,16 @@ def _subset(chosen: tuple[str, ...] | None, allowed: tuple[str, ...], what: str,
 def cell_config(t: PaperTable, run: RunConfig, dataset: str, variant, methods: tuple[str, ...],
                 out: Path) -> RunConfig:
     """A cell's run: the table's paper settings, then the variant's, then whatever the user set (which wins)."""
-    user_run = {k: getattr(run, k) for k in variant.run if k in run.sources}
+    user_run = {k: run.setting(k) for k in variant.run if k in run.sources}
     return run.replace(
-        dataset=dataset, methods=",".join(methods), out=str(out), dur=t.dur or run.dur, program=None,
+        dataset=dataset, methods=",".join(methods), out=str(out), dur=t.dur or run.control.dur, program=None,
         **{**variant.run, **user_run},
         program_settings={**t.program_settings(), **variant.program, **run.program_settings})
 
 
 def reproduce(settings: ReproduceSettings, run: RunConfig | None = None, roles=None) -> ReproduceResult:
     """Every cell of the table (resuming), then the table; `roles` serve every cell (default: the run's LMs). With
-    `run.track`, one MLflow run: each cell's metrics under its name, its files in its folder, the table."""
+    `run.tracking.track`, one MLflow run: each cell's metrics under its name, its files in its folder, the table."""
     run = run or RunConfig()
     root = Path(settings.out) / (settings.table or "")
     with tracked_job(run, "reproduce", settings, root if settings.table else None) as tracker:
@@ -93,7 +93,7 @@ def _reproduce(settings: ReproduceSettings, run: RunConfig, roles, tracker) -> R
             cells.append(Cell(dataset, variant.label, result.report, result.dataset_size))
             if tracker:
                 log_evaluation(tracker, result.report, out, prefix=f"{out.name}/", under=out.name)
-    return _write_table(t, root, cells, run.corpus or DEFAULT_CORPUS, settings.shard)
+    return _write_table(t, root, cells, run.data.corpus or DEFAULT_CORPUS, settings.shard)
 
 
 def _write_table(t: PaperTable, root: Path, cells: list[Cell], corpus: str, shard: str | None = None,

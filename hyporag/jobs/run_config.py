@@ -5,121 +5,196 @@ command's table (`[eval]`, `[fit]`, `[tune]`, `[compile]`, `[reproduce]`) over i
 below. The top level holds shared keys: a run setting (`dataset`, `lm`, `threads`, ...) or a program setting of any
 method (`budget`, `lam`, `per_query_k`, `domain`, ...); a table may also hold its job's own settings
 (hyporag.jobs.settings); anything else is refused, naming the file and key.
+
+A run setting lives in one group (hyporag.jobs.run_groups); the run's methods are typed configs, made once here from
+their names and the shared program settings (or given typed from Python).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import tomllib
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from hyporag.foundation.errors import ConfigError
-from hyporag.programs.config import _base_type
+from hyporag.jobs.run_groups import (
+    GROUP_OF,
+    GROUPS,
+    DataSettings,
+    IndexSettings,
+    LMSettings,
+    RunControl,
+    TrackingSettings,
+    check_type,
+    field_types,
+    where,
+)
+from hyporag.programs.config import ProgramConfig, _base_type
 from hyporag.programs.protocol import protocol_of
-from hyporag.programs.registry import CONFIGS
+from hyporag.programs.registry import CONFIGS, method_config, method_entry
 
 PROJECT_FILE = "hyporag.toml"
 DEFAULT_CORPUS = "medcorp-local"
+DEFAULT_METHODS = "cot,rag"
 
 
 @dataclass(frozen=True)
-class RunConfig:
-    """Everything a command shares: data, index, LMs and how the run executes. Program settings ride along in
-    `program_settings` and go to each method's own config (`programs.registry.method_config`)."""
+class MethodChoice:
+    """One method of a run: its registered name and the typed config it runs with."""
 
-    data_dir: str | None = None
-    dataset: str | None = None
-    corpus: str | None = None
-    index_dir: str | None = None
-    retriever: str | None = None
-    faiss: str = "flat"
-    nprobe: int | None = None  # IVF kinds: inverted lists searched per query (default lists / 16, at most 128)
-    embedder: str | None = None  # index build: the encoder; elsewhere: checked against the index's own
-    bm25_engine: str = "auto"  # index build: bm25s, tantivy or auto (by size); elsewhere: checked like embedder
-    bm25_search: str | None = None  # exact or two-stage (None: exact, or what a frozen program recorded)
-    rrf_k: int = 60
-    fuse_index: list[str] = field(default_factory=list)  # other indexes of the corpus fused in hybrid mode
-    lm: str = "local:qwen2.5-coder-1.5b"
-    hypothesis_lm: str | None = None
-    answer_lm: str | None = None
-    judge_lm: str | None = None
-    api_base: str | None = None
-    api_bases: list[str] = field(default_factory=list)  # several endpoints of one model: one LM behind a Router
-    hypothesis_api_bases: list[str] = field(default_factory=list)  # a role's own endpoints (default: api_bases)
-    answer_api_bases: list[str] = field(default_factory=list)
-    judge_api_bases: list[str] = field(default_factory=list)
-    api_key: str | None = None
-    max_tokens: int = 512
-    timeout: float | None = None
-    retries: int = 3
-    no_cache: bool = False
-    adapter: str = "auto"
-    context_tokens: int | None = None
-    speculative: str = "none"  # the embedded engine's speculative decoding: none, ngram, ngram-mod, draft[:MODEL]
-    methods: str = "cot,rag"
-    program: str | None = None
-    limit: int | None = None
-    seed: int = 0
-    threads: int = 1
-    out: str | None = None
-    skip_bad_rows: bool = False
-    dur: bool = False
-    baseline: str = "rag"  # the method reports test every other against (paired McNemar, margin)
-    debug: bool = False
-    track: str | None = None  # an MLflow tracking URI: the job is logged as an MLflow run (hyporag[mlflow])
+    name: str
+    config: ProgramConfig
+
+
+def program_fields() -> set[str]:
+    return {f.name for config in CONFIGS for f in fields(config)}
+
+
+def _program_types() -> dict[str, type]:
+    out: dict[str, type] = {}
+    for config in CONFIGS:
+        hints = typing.get_type_hints(config)
+        for f in fields(config):
+            out.setdefault(f.name, _base_type(hints[f.name]))
+    return out
+
+
+def route(values: dict[str, Any], origin: str, skip_unknown: bool = False) -> tuple[dict, dict, Any]:
+    """Split flat settings into ({group: changes}, program settings, methods), each value checked against its
+    field's type and refused naming `origin`; an unknown key is refused too (or skipped: a command's own flag)."""
+    run_types, program_types = field_types(), _program_types()
+    groups: dict[str, dict[str, Any]] = {}
+    program: dict[str, Any] = {}
+    methods = None
+    for key, value in values.items():
+        key = key.replace("-", "_")
+        if key == "methods":
+            methods = value
+        elif key in GROUP_OF:
+            if isinstance(value, os.PathLike):
+                value = os.fspath(value)
+            if value is not None:
+                check_type(origin, key, value, run_types[key])
+            if key in ("limit", "threads") and value is not None and value < 1:  # `order[:0]` would mean every question
+                raise ConfigError(f"{where(origin, key)}: must be 1 or more, got {value}"
+                                  + ("; omit it to run every question" if key == "limit" else ""))
+            groups.setdefault(GROUP_OF[key], {})[key] = list(value) if isinstance(value, tuple) else value
+        elif key in program_types:
+            if value is not None:
+                check_type(origin, key, value, program_types[key])
+            program[key] = value
+        elif not skip_unknown:
+            raise ConfigError(f"{origin}: unknown setting {key!r} (run settings: {', '.join(sorted(RUN_FIELDS))}; "
+                              f"program settings: {', '.join(sorted(program_types))})")
+    return groups, program, methods
+
+
+def method_choices(methods: Any, program_settings: dict[str, Any]) -> tuple[MethodChoice, ...]:
+    """The run's methods as typed configs: a name (or "a,b") gets its preset and the shared program settings it
+    has; a `MethodChoice` or a `(name, config)` pair is kept as given."""
+    items = methods.split(",") if isinstance(methods, str) else methods
+    if not isinstance(items, Iterable):
+        raise ConfigError(f"RunConfig.methods: must be method names or (name, config) pairs, got {methods!r}")
+    out = []
+    for item in items:
+        if isinstance(item, str) and item.strip():
+            name = item.strip()
+            out.append(MethodChoice(name, method_config(name, program_settings, source="settings")))
+        elif isinstance(item, (MethodChoice, tuple)) and len(pair := tuple(
+                (item.name, item.config) if isinstance(item, MethodChoice) else item)) == 2:
+            name, config = pair
+            expected = method_entry(str(name)).program.Config
+            if type(config) is not expected:  # another method's config would carry settings this one ignores
+                raise ConfigError(f"RunConfig.methods: {name} takes a {expected.__qualname__}, got {config!r}")
+            out.append(MethodChoice(str(name), config))
+        elif not (isinstance(item, str) and not item.strip()):
+            raise ConfigError(f"RunConfig.methods: {item!r} is neither a method name nor a (name, config) pair")
+    return tuple(out)
+
+
+@dataclass(frozen=True, init=False)
+class RunConfig:
+    """Everything a command shares, in its groups, and the run's methods as typed configs. `program_settings` are
+    the shared program settings given (flags, file, Python): each method takes those it has.
+
+    Build it from groups or from any setting by name, as a notebook user would:
+    `RunConfig(dataset="mmlu-med-dev", limit=20, methods="cot,hcqr", budget=4)`."""
+
+    data: DataSettings
+    index: IndexSettings
+    lms: LMSettings
+    control: RunControl
+    tracking: TrackingSettings
+    methods: tuple[MethodChoice, ...]
     program_settings: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # setting -> where it came from (flag, file, default)
 
-    def __post_init__(self) -> None:
-        """Settings given in Python are checked as a project file's are: one line naming the field, never a raw
-        TypeError later. A path may be a Path, `methods` a list, the endpoint lists tuples."""
-        if isinstance(self.methods, (list, tuple)):
-            object.__setattr__(self, "methods", ",".join(map(str, self.methods)))
-        for name, hint in typing.get_type_hints(RunConfig).items():
-            value = getattr(self, name)
-            kind = _base_type(hint)
-            if kind is str and isinstance(value, os.PathLike):
-                object.__setattr__(self, name, value := os.fspath(value))
-            if kind is list and isinstance(value, tuple):
-                object.__setattr__(self, name, value := list(value))
-            if value is not None:
-                _check_type("RunConfig", name, value, kind)
-        if self.bm25_search not in (None, "exact", "two-stage"):
-            raise ConfigError(f"RunConfig: bm25_search must be exact or two-stage, got {self.bm25_search!r}")
-        for name in ("limit", "threads"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ConfigError(f"RunConfig: {name} must be 1 or more, got {value}")
+    def __init__(self, data: DataSettings | None = None, index: IndexSettings | None = None,
+                 lms: LMSettings | None = None, control: RunControl | None = None,
+                 tracking: TrackingSettings | None = None, methods: Any = DEFAULT_METHODS,
+                 program_settings: dict[str, Any] | None = None, sources: dict[str, str] | None = None,
+                 **settings: Any) -> None:
+        given = {"data": data, "index": index, "lms": lms, "control": control, "tracking": tracking}
+        for name, group in given.items():
+            if group is not None and not isinstance(group, GROUPS[name]):
+                raise ConfigError(f"RunConfig.{name}: must be a {GROUPS[name].__name__}, got {group!r}")
+        changes, program, flat_methods = route(settings, "RunConfig")
+        if not isinstance(program_settings or {}, dict):
+            raise ConfigError(f"RunConfig.program_settings: must be a table, got {program_settings!r}")
+        program = {**(program_settings or {}), **program}
+        for name, cls in GROUPS.items():
+            group = given[name] or cls()
+            object.__setattr__(self, name, group.replace(**changes[name]) if name in changes else group)
+        object.__setattr__(self, "program_settings", program)
+        object.__setattr__(self, "sources", dict(sources or {}))
+        object.__setattr__(self, "methods", method_choices(
+            flat_methods if flat_methods is not None else methods, program))
+
+    @property
+    def method_names(self) -> list[str]:
+        return [m.name for m in self.methods]
+
+    def config_for(self, method: str) -> ProgramConfig:
+        """The typed config `method` runs with: the run's own when it is one of the run's methods, else its preset
+        and the shared program settings it has (a fit or tune of a method the run does not list)."""
+        for choice in self.methods:
+            if choice.name == method:
+                return choice.config
+        return method_config(method, self.program_settings, source="settings")
+
+    def setting(self, name: str) -> Any:
+        """A run setting by its name, from whichever group holds it."""
+        if name not in GROUP_OF:
+            raise ConfigError(f"RunConfig: unknown run setting {name!r}")
+        return getattr(getattr(self, GROUP_OF[name]), name)
 
     @property
     def protocol(self):
         """The protocol the run's programs (a frozen --program's own, once `artifact_config` applied it) run under."""
-
         return protocol_of(self.program_settings)
 
-    def endpoints(self, role: str | None = None) -> list[str]:
-        """The endpoints serving `role` (or every role): its own, else `api_bases`, else `api_base`; none: the
-        model string's own provider, or the embedded model."""
-        own = getattr(self, f"{role}_api_bases") if role else []
-        return list(own or self.api_bases or ([self.api_base] if self.api_base else []))
-
-    @property
-    def method_list(self) -> list[str]:
-        return [m.strip() for m in self.methods.split(",") if m.strip()]
-
     def replace(self, **changes: Any) -> RunConfig:
-        return dataclasses.replace(self, **changes)
+        """A copy with settings changed, by name or by group. New shared program settings remake the methods that
+        were made from the old ones; a config given typed is kept."""
+        groups = {name: changes.pop(name, getattr(self, name)) for name in GROUPS}
+        routed, program, flat_methods = route({k: v for k, v in changes.items()
+                                               if k not in ("program_settings", "sources")}, "RunConfig")
+        for name, group_changes in routed.items():
+            groups[name] = groups[name].replace(**group_changes)
+        new_program = {**changes.get("program_settings", self.program_settings), **program}
+        methods = flat_methods
+        if methods is None:
+            methods = tuple(m.name if m.config == method_config(m.name, self.program_settings, source="settings")
+                            else m for m in self.methods) if new_program != self.program_settings else self.methods
+        return RunConfig(**groups, methods=methods, program_settings=new_program,
+                         sources=changes.get("sources", self.sources))
 
 
-RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"program_settings", "sources"}
-
-
-def program_fields() -> set[str]:
-    return {name for config in CONFIGS for name in config.__dataclass_fields__}
+RUN_FIELDS = set(GROUP_OF) | {"methods"}
 
 
 def read_project_file(path: Path | None) -> tuple[dict[str, Any], str | None]:
@@ -137,69 +212,23 @@ def read_project_file(path: Path | None) -> tuple[dict[str, Any], str | None]:
     return data, str(path)
 
 
-def _field_types() -> dict[str, type]:
-    """The base type of every run and program setting (int for `int | None`), to check a project file's values."""
-
-    out: dict[str, type] = {}
-    for config in CONFIGS:
-        for name, hint in typing.get_type_hints(config).items():
-            out.setdefault(name, _base_type(hint))
-    for name, hint in typing.get_type_hints(RunConfig).items():
-        out[name] = _base_type(hint)
-    return out
-
-
-def where(origin: str, key: str) -> str:
-    """Where a setting came from, as a user would look for it: `--budget`, `hyporag.toml: budget`, `RunConfig.x`."""
-    if origin == "RunConfig":
-        return f"RunConfig.{key}"
-    return f"--{key.replace('_', '-')}" if origin == "command line" else f"{origin}: {key}"
-
-
-def _check_type(origin: str, key: str, value: Any, kind: type | None) -> None:
-    names = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", list: "a list",
-             tuple: "a list", dict: "a table"}
-    if kind is None or kind not in names:
-        return
-    ok = (isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float
-          else isinstance(value, (list, tuple)) if kind in (list, tuple)
-          else isinstance(value, int) and not isinstance(value, bool) if kind is int
-          else isinstance(value, kind))
-    if not ok:
-        raise ConfigError(f"{where(origin, key)}: must be {names[kind]}, got {value!r}")
-
-
 def build_run_config(flags: dict[str, Any], project: dict[str, Any] | None = None,
                      project_path: str | None = None, table: dict[str, Any] | None = None,
                      table_origin: str | None = None) -> RunConfig:
     """Merge defaults < project file (top level, then the command's table) < flags given on the command line into
-    one RunConfig; a value of the wrong type, or a --limit below 1, is refused naming where it came from."""
-    types = _field_types()
-    program_names = program_fields()
-    run: dict[str, Any] = {}
-    program: dict[str, Any] = {}
+    one RunConfig; a value of the wrong type, or a --limit below 1, is refused naming where it came from (`route`)."""
+    merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
     layers = ((project_path or PROJECT_FILE, project or {}), (table_origin or PROJECT_FILE, table or {}),
               ("command line", flags))
     for origin, values in layers:
-        for key, value in values.items():
-            if value is None:
-                continue
-            key = key.replace("-", "_")
-            if key in RUN_FIELDS or key in program_names:
-                _check_type(origin, key, value, types.get(key))
-            if key in RUN_FIELDS:
-                run[key] = value
-            elif key in program_names:
-                program[key] = value
-            elif origin == "command line":
-                continue  # a command's own flag (--question, --optimizer, ...): not a shared setting
-            else:
-                raise ConfigError(f"{origin}: unknown setting {key!r} (run settings: {', '.join(sorted(RUN_FIELDS))}; "
-                                  f"program settings: {', '.join(sorted(program_names))})")
-            sources[key] = origin
-    for key in ("limit", "threads"):  # `order[:0]` would mean every question, `order[:-1]` all but one
-        if key in run and run[key] < 1:
-            raise ConfigError(f"{where(sources[key], key)}: must be 1 or more, got {run[key]}"
-                              + ("; omit it to run every question" if key == "limit" else ""))
-    return RunConfig(**run, program_settings=program, sources=sources)
+        given = {k.replace("-", "_"): v for k, v in values.items() if v is not None}
+        groups, program, methods = route(given, origin, skip_unknown=origin == "command line")
+        known = {k: v for changes in groups.values() for k, v in changes.items()} | program
+        if methods is not None:
+            if not isinstance(methods, str):
+                raise ConfigError(f"{where(origin, 'methods')}: must be a string, got {methods!r}")
+            known["methods"] = methods
+        merged.update(known)
+        sources.update(dict.fromkeys(known, origin))
+    return RunConfig(**merged, sources=sources)

@@ -148,9 +148,9 @@ def settings_params(settings: Any, run: Any) -> dict[str, str]:
     import dataclasses
 
     return flat_params("", {"job": dataclasses.asdict(settings), "program": run.program_settings,
-                            "lms": {"lm": run.lm, "hypothesis": run.hypothesis_lm, "answer": run.answer_lm,
-                                    "judge": run.judge_lm}, "dataset": run.dataset, "corpus": run.corpus,
-                            "seed": run.seed, "limit": run.limit})
+                            "lms": {"lm": run.lms.lm, "hypothesis": run.lms.hypothesis_lm, "answer": run.lms.answer_lm,
+                                    "judge": run.lms.judge_lm}, "dataset": run.data.dataset, "corpus": run.data.corpus,
+                            "seed": run.data.seed, "limit": run.data.limit})
 
 
 def tracking_target(uri: str) -> tuple[str, str | None, tuple[str, str] | None]:
@@ -279,7 +279,7 @@ def _start_logging(mlflow, run_id: str, job: str, version: str, tags: dict[str, 
 def tracked_job(run: Any, job: str, settings: Any, out_dir: str | Path | None, beside: bool = False
                 ) -> Iterator[Tracker | None]:
     """`tracked` for a job with typed settings: its settings and the run's are the MLflow run's params."""
-    with tracked(run.track, job, out_dir, beside=beside) as tracker:
+    with tracked(run.tracking.track, job, out_dir, beside=beside) as tracker:
         if tracker:
             tracker.params(settings_params(settings, run))
         yield tracker

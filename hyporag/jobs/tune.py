@@ -41,7 +41,7 @@ class TuneResult:
 def tune(settings: TuneSettings, run: RunConfig | None = None, roles=None, program=None,
          examples: Sequence | None = None) -> TuneResult:
     """Run (or resume) the study on the validation split; several workers may share one `storage`. With
-    `run.track`, one MLflow run with each trial a child run."""
+    `run.tracking.track`, one MLflow run with each trial a child run."""
     run = run or RunConfig()
     with tracked_job(run, "tune", settings, settings.out, beside=True) as tracker:
         result = _tune(settings, run, roles, program, examples)
@@ -58,10 +58,10 @@ def tune(settings: TuneSettings, run: RunConfig | None = None, roles=None, progr
 
 
 def _tune(settings: TuneSettings, run: RunConfig, roles, program, examples) -> TuneResult:
-    if run.program:  # a frozen start point brings its own settings (protocol included) for the LMs too
+    if run.control.program:  # a frozen start point brings its own settings (protocol included) for the LMs too
         run = artifact_config(run)
     roles = as_roles(roles, run)
-    study = open_study(settings.study, settings.storage, run.seed, STUDIES, heartbeat=settings.heartbeat)
+    study = open_study(settings.study, settings.storage, run.data.seed, STUDIES, heartbeat=settings.heartbeat)
     _, val, split = optimizer_splits(settings, run, examples)
     metric = objective_metric(settings.objective, make_metric_for(settings.metric, roles))
     probe = base_program(settings.method, run, roles, program)
@@ -70,14 +70,14 @@ def _tune(settings: TuneSettings, run: RunConfig, roles, program, examples) -> T
     meter = CostMeter()
     with meter.step("tune"):
         failed = run_study(study, probe.config, lambda c: variant(probe, roles, c), val, metric, modes,
-                           settings.trials, threads=run.threads, log=lambda m: print(m, file=sys.stderr),
+                           settings.trials, threads=run.control.threads, log=lambda m: print(m, file=sys.stderr),
                            default_mode=getattr(probe.retriever, "mode", None))
     cost = meter.roles["tune"]
     best, tuned = best_program(study, probe, roles, modes)
     if settings.out:
         save_artifact(settings.out, tuned, tuned.retriever, roles.specs(), {
             "optimizer": {"name": "optuna-tpe", "study": settings.study, "trials": len(study.trials),
-                          "seed": run.seed, "best_params": best.params},
+                          "seed": run.data.seed, "best_params": best.params},
             "metric": settings.metric, "objective": settings.objective, "splits": split,
             "validation": {"after": best.value},
             "cost": {"seconds": round(cost["seconds"], 1), "lm_calls": int(cost["calls"])}})
@@ -91,5 +91,5 @@ def study_summary(settings: TuneSettings, run: RunConfig | None = None) -> list[
     """The study's best trials (and its history/importance PNGs under runs/studies/), without running any."""
 
     run = run or RunConfig()
-    study = open_study(settings.study, settings.storage, run.seed, STUDIES, heartbeat=settings.heartbeat)
+    study = open_study(settings.study, settings.storage, run.data.seed, STUDIES, heartbeat=settings.heartbeat)
     return study_report(study, STUDIES)

@@ -149,7 +149,7 @@ def test_shards_cut_from_two_versions_of_one_dataset_are_refused(project, tmp_pa
     answered must be the same question."""
     for i in (1, 2):
         run(project, tmp_path / f"s{i}", f"{i}/3")
-    dataset = Path(project.dataset)
+    dataset = Path(project.data.dataset)
     edited = [json.loads(line) for line in dataset.read_text().splitlines()]
     edited[5]["answer"] = "A" if edited[5]["answer"] == "B" else "B"  # the gold of one question changed
     write_jsonl(dataset, edited)
@@ -197,7 +197,7 @@ def test_a_run_holds_its_questions_so_view_and_merge_need_no_dataset(project, tm
         run(project, shard, f"{i}/2")
     kept = [json.loads(line) for line in (shards[0] / "questions.jsonl").read_text().splitlines()]
     assert kept and {"id", "question", "options", "gold", "fingerprint"} <= set(kept[0])
-    Path(project.dataset).unlink()  # the run moved to another machine, or its dataset file did
+    Path(project.data.dataset).unlink()  # the run moved to another machine, or its dataset file did
     page = tmp_path / "page.html"
     assert main(["view", str(shards[0]), "--out", str(page)]) == 0
     html = page.read_text()

@@ -20,12 +20,12 @@ def test_endpoints_from_flags_the_project_file_and_per_role(tmp_path, monkeypatc
     args = build_parser().parse_args(["eval", "--api-base", "http://a/v1", "--api-base", "http://b/v1",
                                       "--judge-api-base", "http://j/v1"])
     config = run_config(args)
-    assert config.endpoints() == ["http://a/v1", "http://b/v1"] == config.endpoints("answer")
-    assert config.endpoints("judge") == ["http://j/v1"]
+    assert config.lms.endpoints() == ["http://a/v1", "http://b/v1"] == config.lms.endpoints("answer")
+    assert config.lms.endpoints("judge") == ["http://j/v1"]
     (tmp_path / "hyporag.toml").write_text('api_bases = ["http://c/v1", "http://d/v1"]\n')
-    assert run_config(build_parser().parse_args(["eval"])).endpoints() == ["http://c/v1", "http://d/v1"]
-    assert build_run_config({}, {"api_base": "http://e/v1"}).endpoints() == ["http://e/v1"]  # as before
-    assert build_run_config({}).endpoints() == []
+    assert run_config(build_parser().parse_args(["eval"])).lms.endpoints() == ["http://c/v1", "http://d/v1"]
+    assert build_run_config({}, {"api_base": "http://e/v1"}).lms.endpoints() == ["http://e/v1"]  # as before
+    assert build_run_config({}).lms.endpoints() == []
 
 
 def test_one_endpoint_is_the_plain_lm_and_several_are_one_routed_lm(server):

@@ -88,7 +88,7 @@ def test_project_file_settings_and_flags_on_top(tmp_path, monkeypatch):
     (tmp_path / "hyporag.toml").write_text('dataset = "dev.jsonl"\nbudget = 3\nlm = "openai/m"\nlam = 0.5\n')
     args = build_parser().parse_args(["eval", "--budget", "4"])
     config = run_config(args)
-    assert config.dataset == "dev.jsonl" and config.lm == "openai/m"
+    assert config.data.dataset == "dev.jsonl" and config.lms.lm == "openai/m"
     assert config.program_settings == {"budget": 4, "lam": 0.5}  # the flag wins over the file
     (tmp_path / "hyporag.toml").write_text('datset = "typo.jsonl"\n')
     with pytest.raises(HyporagError, match="hyporag.toml: unknown setting 'datset'"):
@@ -101,10 +101,10 @@ def test_each_command_reads_its_own_table_of_the_project_file(tmp_path, monkeypa
                                            'budget = 4\nsplits = [0.6, 0.2, 0.2]\n\n[eval]\nout = "runs/e"\n')
     config, settings = load_settings(build_parser().parse_args(["fit", "--method", "chr"]), FitSettings)
     assert (settings.trials, settings.out, settings.splits, settings.method) == (3, "fits/a", (0.6, 0.2, 0.2), "chr")
-    assert config.program_settings["budget"] == 4 and config.dataset == "dev.jsonl"  # the table over the top level
+    assert config.program_settings["budget"] == 4 and config.data.dataset == "dev.jsonl"  # the table over the top level
     config, settings = load_settings(build_parser().parse_args(["fit", "--trials", "5", "--out", "x"]), FitSettings)
     assert (settings.trials, settings.out) == (5, "x")  # flags over the table
-    assert run_config(build_parser().parse_args(["eval"])).out == "runs/e"
+    assert run_config(build_parser().parse_args(["eval"])).control.out == "runs/e"
     for text, message in (('trials = 3\n', "trials is a setting of tune and fit; put it under \\[tune\\]"),
                           ('[fitt]\ntrials = 3\n', "unknown table \\[fitt\\]"),
                           ('[fit]\ntrails = 3\n', "\\[fit\\]: unknown setting 'trails'"),
