@@ -82,7 +82,7 @@ def save_artifact(directory: str | Path, program, retriever, lms: dict[str, str]
             "lms": lms,
             # the protocol's every rule, and the engine it ran on (the embedded engine's output cap is part of its
             # identity): a reload builds the LMs as the freezing process did
-            "protocol": program.protocol.record(),
+            "protocol": program.protocol_record(),
             # the adapter writes every prompt: a reload must format them as the compile did
             **({"adapters": program.roles.adapters(), "lm_identities": program.roles.identities()}
                if getattr(program, "roles", None) is not None else {}),

@@ -6,6 +6,7 @@ Subclasses implement `retrieve` only, so methods differ in how they retrieve and
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any, ClassVar
 
 import dspy
@@ -14,6 +15,7 @@ from dspy.utils.exceptions import AdapterParseError
 from hyporag.foundation.errors import ConfigError
 from hyporag.lm.client import LMRoles
 from hyporag.lm.cost import CostMeter
+from hyporag.lm.engine_rules import engine_rules
 from hyporag.programs.answer_step import AnswerStep, format_context
 from hyporag.programs.config import ProgramConfig
 from hyporag.programs.hypothesis import Hypothesis
@@ -74,6 +76,13 @@ class MCQProgram(dspy.Module):
     @property
     def protocol(self) -> Protocol:
         return self.config.rules
+
+    def protocol_record(self) -> dict:
+        """Every rule this program ran under, for the artifact manifest: the protocol's, the method's own and the
+        LM layer's (adapter, output cap)."""
+        own = type(self.config).protocol_rules.get(self.config.protocol)
+        return {**self.protocol.record(), **(dataclasses.asdict(own) if own is not None else {}),
+                **engine_rules(self.protocol.name).record()}
 
     @property
     def budget(self) -> int:

@@ -52,10 +52,21 @@ def degenerate_contrast(h_plus: str, h_minus: str, similarity: float | None) -> 
 
 
 @dataclass(frozen=True)
+class CHRRules:
+    """CHR's rules under a protocol."""
+
+    specialist_hypotheses: bool  # the paper's one call, in a specialist's voice
+
+
+CHR_RULES = {"fast": CHRRules(False), "paper": CHRRules(True)}
+
+
+@dataclass(frozen=True)
 class CHRConfig(ProgramConfig):
     """CHR's own settings: λ fixed (the paper's default, 1.0) or one of our adaptive schedules over cos(ĥ+, ĥ−)."""
 
     method: ClassVar[str] = "chr"
+    protocol_rules: ClassVar[dict[str, CHRRules]] = CHR_RULES
 
     schedule: str = flag("--schedule", "CHR: λ schedule over cos(H+, H-) (fixed is the paper's)", choices=SCHEDULES,
                          default="fixed")
@@ -111,7 +122,7 @@ class CHR(MCQProgram):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.schedule = self.config.lambda_schedule
-        specialist = self.protocol.specialist_hypotheses  # the paper's one call, in a specialist's voice
+        specialist = self.config.own_rules.specialist_hypotheses  # the paper's one call, in a specialist's voice
         self.hypotheses = self.step(SpecialistContrastiveHypotheses if specialist else ContrastiveHypotheses)
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:

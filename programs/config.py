@@ -35,6 +35,7 @@ class ProgramConfig:
     """Settings every program has. Subclasses add their method's own."""
 
     method: ClassVar[str] = "base"
+    protocol_rules: ClassVar[dict[str, Any]] = {}  # the method's own rules under each protocol (none here)
 
     budget: int = flag("--budget", "final context size B in passages (paper: 15)", default=15)
     retrieval_sees_options: bool | None = None  # None: the method's own rule; --options-visible / --question-only
@@ -57,6 +58,7 @@ class ProgramConfig:
             raise ConfigError(f"{self.method}: budget must be a whole number of passages >= 1, got {self.budget!r}")
         if self.protocol not in PROTOCOLS:
             raise ConfigError(f"{self.method}: unknown protocol {self.protocol!r}: use {' or '.join(PROTOCOLS)}")
+        _ = self.own_rules if type(self).protocol_rules else None  # a method without rules for it: refused here
         if self.rules.answer_reasons and not self.reasoning:  # resolved once: the protocol's answer step reasons
             object.__setattr__(self, "reasoning", True)
         if self.parse not in ("strict", "mirage"):
@@ -85,6 +87,14 @@ class ProgramConfig:
     def rules(self) -> Protocol:
         """The protocol object every protocol-dependent step reads (never the name)."""
         return protocol_named(self.protocol)
+
+    @property
+    def own_rules(self) -> Any:
+        """This method's own rules under the run's protocol (HCQR's query budget, CHR's voice), declared beside it."""
+        rules = type(self).protocol_rules
+        if self.protocol not in rules:
+            raise ConfigError(f"{self.method}: no rules declared for protocol {self.protocol!r}")
+        return rules[self.protocol]
 
     # -- dict round trip ----------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -24,10 +24,24 @@ QUERY_FIELDS = {"support": "support_query", "distinction": "distinction_query", 
 
 
 @dataclass(frozen=True)
+class HCQRRules:
+    """HCQR's rules under a protocol."""
+
+    hypothesis_by_elimination: bool  # the hypothesis and queries in the authors' wording
+    queries_share_budget: bool  # budget // queries passages per query (else the budget per query)
+    merge: str  # how the lists become one context when no merge policy is given
+
+
+# fast: short steps, the budget per query, round robin; paper: the authors' elimination, budget // 3, summed scores
+HCQR_RULES = {"fast": HCQRRules(False, False, "round_robin"), "paper": HCQRRules(True, True, "sum")}
+
+
+@dataclass(frozen=True)
 class HCQRConfig(ProgramConfig):
     """HCQR's own settings: which of the three queries run, passages per query, how the lists merge."""
 
     method: ClassVar[str] = "hcqr"
+    protocol_rules: ClassVar[dict[str, HCQRRules]] = HCQR_RULES
 
     queries: tuple[str, ...] = tuple(QUERY_FIELDS)
     per_query_k: int | None = flag("--per-query-k", "HCQR: passages retrieved per query before the merge "
@@ -50,14 +64,14 @@ class HCQRConfig(ProgramConfig):
     @property
     def merge(self) -> str:
         """The merge that runs: the authors' `sum` under the paper protocol, round robin otherwise."""
-        return self.merge_policy or self.rules.hcqr_merge
+        return self.merge_policy or self.own_rules.merge
 
     @property
     def k(self) -> int:
         """Passages per query: the authors' budget // number of queries under the paper protocol (at least 1)."""
         if self.per_query_k:
             return self.per_query_k
-        return max(1, self.budget // len(self.queries)) if self.rules.queries_share_budget else self.budget
+        return max(1, self.budget // len(self.queries)) if self.own_rules.queries_share_budget else self.budget
 
     def suggest(self, trial, modes: list[str]) -> HCQRConfig:
         return super().suggest(trial, modes).replace(
@@ -80,7 +94,7 @@ class HCQR(MCQProgram):
         self.per_query_k = self.config.k
         self.merge_policy = self.config.merge
         self.show_hypothesis = self.config.show_hypothesis
-        self.paper = self.protocol.hypothesis_by_elimination
+        self.paper = self.config.own_rules.hypothesis_by_elimination
         self.hypothesize = self.step(HypothesizeByElimination if self.paper else Hypothesize)
         self.rewrite = self.step(QueriesFromHypothesis if self.paper else RewriteQueries)
 

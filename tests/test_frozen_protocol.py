@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from hyporag.lm.engine_rules import engine_kwargs
 from tests.conftest import SHARED, write_jsonl
 
 pytestmark = [pytest.mark.local_lm, pytest.mark.skipif(SHARED is None, reason="needs ../shared/data")]
@@ -31,7 +32,7 @@ def test_a_paper_program_runs_uncapped_and_answers_as_frozen(tmp_path):
                                                   "answer": e.answer} for e in picked])
     corpus = load_corpus("openstax")
     retriever = open_index(build_index(corpus, tmp_path / "index", retriever="bm25", progress=False), corpus=corpus)
-    roles = LMRoles.from_specs(SPEC, local_adapter=PAPER.local_adapter, cap_outputs=PAPER.caps_engine_output,
+    roles = LMRoles.from_specs(SPEC, **engine_kwargs(PAPER.name),
                                max_tokens=TOKENS, cache=False)
     program = make_program("rag", retriever=retriever, roles=roles, budget=2, protocol=PAPER.name)
     from hyporag.questions.records import load_records

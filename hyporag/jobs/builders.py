@@ -11,6 +11,7 @@ from hyporag.foundation.errors import HyporagError
 from hyporag.jobs.run_config import DEFAULT_CORPUS, RunConfig, where
 from hyporag.lm.client import ROLES, LMRoles, configure_cache
 from hyporag.lm.context_window import context_window
+from hyporag.lm.engine_rules import engine_rules
 from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest
 from hyporag.programs.registry import make_program, method_config, method_entry
 from hyporag.retrieval import build_index, default_index_dir, load_corpus, open_index
@@ -19,8 +20,9 @@ from hyporag.retrieval.index import MANIFEST, is_complete, read_manifest
 
 def build_roles(config: RunConfig):
     configure_cache(enabled=not config.lms.no_cache)
-    return LMRoles.from_specs(config.lms.lm, config.lms.hypothesis_lm, config.lms.answer_lm, config.lms.judge_lm,
-                              adapter=config.lms.adapter, local_adapter=config.protocol.local_adapter,
+    lms = config.lms
+    return LMRoles.from_specs(lms.lm, lms.hypothesis_lm, lms.answer_lm, lms.judge_lm, adapter=lms.adapter,
+                              local_adapter=engine_rules(config.protocol.name).local_adapter,
                               role_api_bases={role: config.lms.endpoints(role) for role in ROLES},
                               **lm_build_kwargs(config))
 
@@ -30,7 +32,7 @@ def lm_build_kwargs(config: RunConfig) -> dict:
     return {"api_base": config.lms.endpoints(), "api_key": config.lms.api_key, "max_tokens": config.lms.max_tokens,
             "cache": not config.lms.no_cache, "timeout": config.lms.timeout, "num_retries": config.lms.retries,
             # the protocol decides whether the embedded engine caps outputs (long reasoning is not cut, as on a server)
-            "cap_outputs": config.protocol.caps_engine_output, "speculative": config.lms.speculative}
+            "cap_outputs": engine_rules(config.protocol.name).caps_engine_output, "speculative": config.lms.speculative}
 
 
 def build_retriever(config: RunConfig, needed: bool, recorded: dict | None = None):

@@ -10,6 +10,7 @@ from dspy.lm15 import Message, Response, TextPart, Usage
 from dspy.utils import DummyLM
 
 from hyporag.lm.client import LMRoles, RoleLM
+from hyporag.lm.engine_rules import engine_kwargs
 from hyporag.lm.lean_adapter import SYSTEM, LeanAdapter
 from hyporag.programs import make_program
 from hyporag.programs.protocol import PAPER
@@ -113,7 +114,7 @@ def test_schema_is_sent_and_processed_tokens_are_sent_minus_cached(tiny_retrieve
 def test_adapter_choice_follows_the_protocol_and_a_frozen_artifacts_record():
     roles = LMRoles.from_specs(cache=False)  # the embedded model (not loaded until called)
     assert roles.adapters()["answer"] == "LeanAdapter"
-    paper = LMRoles.from_specs(cache=False, local_adapter=PAPER.local_adapter, cap_outputs=PAPER.caps_engine_output)
+    paper = LMRoles.from_specs(cache=False, **engine_kwargs(PAPER.name))
     assert paper.adapters()["answer"] == "JSONAdapter"  # the prompts a server gets: served and in-process agree
     roles.use_adapters({"hypothesis": "JSONAdapter", "answer": "LeanAdapter", "judge": "ChatAdapter"})
     assert roles.adapters() == {"hypothesis": "JSONAdapter", "answer": "LeanAdapter", "judge": "ChatAdapter"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hyporag.foundation.errors import ConfigError
+from hyporag.lm.engine_rules import engine_kwargs
 from hyporag.lm.speculative import NOT_EXACT, Speculative
 
 
@@ -33,8 +34,8 @@ def record_calls(tiny_retriever, model: str) -> tuple[list, object]:
 
     recorder = None
     for protocol in (FAST, PAPER):
-        roles = LMRoles.from_specs(f"local:{model}", local_adapter=protocol.local_adapter,
-                                   cap_outputs=protocol.caps_engine_output, max_tokens=160, cache=False)
+        roles = LMRoles.from_specs(f"local:{model}", **engine_kwargs(protocol.name), max_tokens=160,
+                                   cache=False)
         engine = engine_of(roles.answer.lm)
         recorder = recorder or RecordingServer(new_server(engine.model_path, engine.n_ctx, engine.server_threads, 0, 0))
         engine._server = recorder

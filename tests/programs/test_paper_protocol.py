@@ -5,12 +5,16 @@ documents placed before the question; the hypothesis stays hidden from it."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, fields
+from typing import ClassVar
 
 import pytest
 from dspy.utils import DummyLM
 
+from hyporag.foundation.errors import ConfigError
 from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
+from hyporag.programs.config import ProgramConfig
 from hyporag.programs.protocol import PAPER, PROTOCOLS
 from tests.programs.test_programs import CountingRetriever
 
@@ -97,3 +101,25 @@ def test_ablations_run_under_either_protocol(tiny_retriever):
         assert program.per_query_k == (3 if protocol == PAPER.name else 6)  # B // 2 queries under paper
         shown = make_program("hcqr-show-hypothesis", retriever=tiny_retriever, protocol=protocol)
         assert shown.show_hypothesis and shown.config.protocol == protocol
+
+
+def test_a_methods_own_protocol_rules_sit_beside_it_and_the_manifest_records_them_all():
+    """The protocol object holds the shared steps' rules; HCQR's and CHR's live on their configs and the engine's in
+    the LM layer; a program's record (what the artifact manifest stores) has all three; a method that declares no
+    rules for a protocol is refused at construction, in one line."""
+    assert {f.name for f in fields(PAPER)} == {"name", "answer_reasons", "documents_first"}
+    roles = LMRoles.from_lms(DummyLM([ANSWER]))
+    record = make_program("hcqr", retriever=CountingRetriever(None), roles=roles, protocol="paper").protocol_record()
+    assert record["hypothesis_by_elimination"] is True and record["merge"] == "sum"
+    assert record["local_adapter"] == "json" and record["caps_engine_output"] is False and record["documents_first"]
+    fast = make_program("chr", retriever=CountingRetriever(None), roles=roles).protocol_record()
+    assert fast["specialist_hypotheses"] is False and fast["local_adapter"] == "lean"
+
+    @dataclass(frozen=True)
+    class FastOnly(ProgramConfig):
+        method: ClassVar[str] = "fast-only"
+        protocol_rules: ClassVar[dict] = {"fast": object()}
+
+    FastOnly()
+    with pytest.raises(ConfigError, match="fast-only: no rules declared for protocol 'paper'"):
+        FastOnly(protocol="paper")
