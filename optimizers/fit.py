@@ -41,11 +41,13 @@ class FitPlan:
     program_settings: tuple = ()
     questions: str = ""  # fingerprint of the dev set's contents: an edited question or gold is another fit
     objective: str = "accuracy"  # what the tune stage maximises
+    baseline: str = "rag"  # what held-out compares the tuned program against
 
     def fingerprint(self) -> str:
         record = asdict(self)
-        if record["objective"] == "accuracy":  # fits from before objectives keep their fingerprint
-            del record["objective"]
+        for key, before in (("objective", "accuracy"), ("baseline", "rag")):
+            if record[key] == before:  # fits from before the setting keep their fingerprint
+                del record[key]
         return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

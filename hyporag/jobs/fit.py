@@ -12,23 +12,28 @@ from __future__ import annotations
 import sys
 
 from hyporag.eval.dspy_metrics import objective_metric
-from hyporag.eval.evaluate import run_evaluation
 from hyporag.foundation.errors import HyporagError
 from hyporag.jobs.builders import artifact_config, build_program, build_retriever, fit_to_context
-from hyporag.jobs.evaluate import as_roles, run_record
+from hyporag.jobs.evaluate import as_roles
 from hyporag.jobs.fit_candidates import DEFAULT_CANDIDATES, fit_candidates
 from hyporag.jobs.fit_common import fit_plan, fit_questions
 from hyporag.jobs.fit_report import write_fit_report
 from hyporag.jobs.fit_result import FitResult
-from hyporag.jobs.optimizing import make_metric_for, reflection_lm, tune_modes
+from hyporag.jobs.fit_stages import (
+    FitContext,
+    compile_prompts,
+    evaluate_heldout,
+    freeze,
+    open_retriever,
+    tune_numbers,
+)
+from hyporag.jobs.optimizing import make_metric_for
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
 from hyporag.jobs.tracking import metric_name, tracked_job
-from hyporag.optimizers.artifact import frozen_config, load_artifact, read_artifact_manifest, save_artifact
-from hyporag.optimizers.compile import compile_program
+from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest
 from hyporag.optimizers.fit import FitState, questions_fingerprint, run_stage, three_way_split
 from hyporag.optimizers.splits import refuse_test_split
-from hyporag.optimizers.tune import best_program, open_study, run_study, variant
 from hyporag.programs.registry import method_entry
 
 
@@ -67,14 +72,7 @@ def _fit(settings: FitSettings, run: RunConfig, roles, through: str = "report") 
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
 
     opened: dict = {}
-
-    def index() -> dict:  # builds the index when missing, so its time is this stage's
-        opened["retriever"] = build_retriever(run, uses_retrieval)
-        found = opened["retriever"]
-        return {"summary": f"{getattr(found, 'mode', 'no')} index", "index_dir": str(getattr(found, "directory", "")),
-                "fingerprint": getattr(found, "fingerprint", None)}
-
-    run_stage(state, "index", index, log)
+    run_stage(state, "index", lambda: open_retriever(run, uses_retrieval, opened), log)
     retriever = opened.get("retriever") or build_retriever(run, uses_retrieval)
     parts = three_way_split(examples, state.plan.fractions, run.data.seed)
     split = run_stage(state, "split", lambda: {
@@ -90,71 +88,18 @@ def _fit(settings: FitSettings, run: RunConfig, roles, through: str = "report") 
     untuned_config = run.config_for(method)  # a --program's frozen config, once artifact_config applied it
     # the check eval and ask run: a question whose answer prompt cannot fit is refused (or skipped) before any LM
     # call here too, or the frozen program would be refused question by question afterwards
-    checked = {method: untuned, "rag": build_program("rag", run, retriever, roles)}
+    baseline = run.control.baseline
+    checked = {method: untuned, baseline: build_program(baseline, run, retriever, roles)}
     kept, _ = fit_to_context(train + val + heldout, loaded.where, checked, roles, run)
     kept_ids = {e.id for e in kept}
     train, val, heldout = ([e for e in part if e.id in kept_ids] for part in (train, val, heldout))
-    tuned_dir, compiled_dir, final_dir = out / "stages" / "tuned", out / "stages" / "compiled", out / "artifact"
-
-    def tune() -> dict:
-        study = open_study("fit", settings.storage or str(out / "study.journal"), run.data.seed, out)
-        modes = tune_modes(untuned, settings.modes)
-        run_study(study, untuned_config, lambda c: variant(untuned, roles, c), val, objective, modes, settings.trials,
-                  threads=run.control.threads, log=log, default_mode=getattr(retriever, "mode", None))
-        best, program = best_program(study, untuned, roles, modes)
-        save_artifact(tuned_dir, program, retriever, roles.specs(), {"optimizer": {"name": "optuna-tpe"}})
-        finished = sum(t.state.name == "COMPLETE" for t in study.trials)
-        return {"summary": f"best: trial #{best.number} ({finished} finished trials, {len(study.trials)} started in "
-                           f"all): {best.value:.3f}",
-                "best_params": best.params, "validation": best.value}
-
-    tuned = run_stage(state, "tune", tune, log)
-
-    def compile_prompts() -> dict:
-        start = load_artifact(tuned_dir, retriever, roles)
-        if state.plan.optimizer is None:
-            save_artifact(compiled_dir, start, retriever, roles.specs(), {"optimizer": {"name": "none"}})
-            return {"summary": "skipped (no prompt optimizer)", "before": tuned["validation"],
-                    "after": tuned["validation"]}
-        result = compile_program(start, train, val, state.plan.optimizer, metric, roles, auto=settings.auto,
-                                 max_demos=settings.max_demos, seed=run.data.seed, threads=run.control.threads,
-                                 max_metric_calls=settings.max_metric_calls,
-                                 reflection_lm=reflection_lm(settings.reflection_lm, run))
-        save_artifact(compiled_dir, result.program, retriever, roles.specs(), {"optimizer": result.settings})
-        return {"summary": f"{state.plan.optimizer}: validation {result.before:.3f} -> {result.after:.3f}",
-                "before": result.before, "after": result.after, "settings": result.settings}
-
-    compiled = run_stage(state, "compile", compile_prompts, log)
-
-    def freeze() -> dict:
-        program = load_artifact(compiled_dir, retriever, roles)
-        save_artifact(final_dir, program, retriever, roles.specs(), {
-            "optimizer": {"name": f"optuna-tpe+{state.plan.optimizer or 'none'}", "best_params": tuned["best_params"],
-                          "teleprompter": compiled.get("settings")},
-            "metric": settings.metric, "objective": settings.objective,
-            "splits": {"dataset": run.data.dataset, "seed": run.data.seed,
-                                                  **{k: len(split[k]) for k in ("train", "val", "heldout")}},
-            "validation": {"tuned": tuned["validation"], "compiled": compiled["after"]},
-            "cost": {stage: {k: state.done(stage)[k] for k in ("seconds", "lm_calls")} for stage in
-                     ("tune", "compile")}})
-        return {"summary": f"frozen to {final_dir}", "artifact": str(final_dir)}
-
-    run_stage(state, "freeze", freeze, log)
+    fit = FitContext(settings, run, roles, state, out, retriever, untuned, untuned_config, train, val, heldout,
+                     metric, objective, log)
+    tuned = run_stage(state, "tune", lambda: tune_numbers(fit), log)
+    compiled = run_stage(state, "compile", lambda: compile_prompts(fit, tuned), log)
+    run_stage(state, "freeze", lambda: freeze(fit, tuned, compiled, split), log)
     if through == "freeze":
         return FitResult(out, state.data)
-
-    def evaluate_heldout() -> dict:
-        frozen = load_artifact(final_dir, retriever, roles)
-        programs = {"rag": build_program("rag", run, retriever, roles), "untuned": untuned, "tuned": frozen}
-        configs = {"rag": run.config_for("rag"), "untuned": untuned_config, "tuned": frozen_config(final_dir)}
-        # what `hyporag view`, `report` and a resume read: the index (for passage text) and the programs' settings
-        recorded = {"dataset": run.data.dataset, "n": len(heldout), "seed": run.data.seed,
-                    **run_record(programs, roles, retriever, configs), "fit": str(out)}
-        report = run_evaluation(programs, heldout, out / "heldout", recorded, threads=run.control.threads)
-        accuracy = {s["method"]: s["accuracy"] for s in report["methods"]}
-        return {"summary": ", ".join(f"{m} {a:.3f}" for m, a in accuracy.items()) + f" on {len(heldout)} held-out",
-                "accuracy": accuracy}
-
-    run_stage(state, "evaluate", evaluate_heldout, log)
+    run_stage(state, "evaluate", lambda: evaluate_heldout(fit), log)
     run_stage(state, "report", lambda: write_fit_report(out, state), log)
     return FitResult(out, state.data)

@@ -29,4 +29,4 @@ def fit_plan(settings: FitSettings, run: RunConfig, method: str, questions: str)
                    trials=settings.trials, optimizer=settings.optimizer, metric=settings.metric, seed=run.data.seed,
                    objective=settings.objective, max_demos=settings.max_demos,
                    program_settings=tuple(sorted((k, json.dumps(v)) for k, v in run.program_settings.items())),
-                   questions=questions)
+                   questions=questions, baseline=run.control.baseline)

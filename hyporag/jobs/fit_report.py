@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from hyporag.eval.mcnemar import paired_comparison
-from hyporag.eval.results_store import latest_rows, read_rows
+from hyporag.eval.results_store import latest_rows, read_rows, read_run_settings
 from hyporag.eval.row import ResultRow
 from hyporag.foundation.atomic import write_json_atomic, write_text_atomic
 
@@ -22,8 +22,9 @@ def write_fit_report(out: Path, state) -> dict:
     """report.md / report.json / accuracy.png in `out`, from fit.json and the held-out rows (no LM)."""
     summary = json.loads((out / "heldout" / "summary.json").read_text(encoding="utf-8"))
     rows = latest_rows(read_rows(out / "heldout" / "results.jsonl")[0])
-    tests = {f"{a} vs {b}": _paired(rows, a, b) for a, b in (("tuned", "untuned"), ("tuned", "rag"),
-                                                              ("untuned", "rag"))}
+    baseline = read_run_settings(out / "heldout").get("baseline") or "rag"  # the run's setting (older fits: rag)
+    tests = {f"{a} vs {b}": _paired(rows, a, b) for a, b in (("tuned", "untuned"), ("tuned", baseline),
+                                                              ("untuned", baseline))}
     stages = state.data["stages"]
     lines = [f"# hyporag fit: {state.plan.method} on {state.plan.dataset}", "",
              "| stage | result | seconds | LM calls |", "|---|---|---:|---:|"]
