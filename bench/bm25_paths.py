@@ -4,7 +4,7 @@ two-stage search's rare-term share and candidate depth, against the exact rankin
 Queries: seeded MedQA-US dev questions with their options (the longest queries hyporag sends). Per setting: p50 ms
 at k = 15 over the queries after 10 warm-up ones, ns per posting (Σdf, the postings the exact search reads), and
 the mean top-15 overlap with the exact ranking, with the share of queries whose top 15 differ. Run it pinned to one
-core for the figures docs/scale.md quotes:
+core for the figures docs/results/scale.md quotes:
 
     taskset -c 0 .venv/bin/python bench/bm25_paths.py --index-dir runs/scale/5000000/index-bm25
 """

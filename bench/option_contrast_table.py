@@ -1,4 +1,4 @@
-"""docs/option-contrast.md's table: option-contrast against rag and chr, read from
+"""docs/results/option-contrast.md's table: option-contrast against rag and chr, read from
 bench/option_contrast_comparison.sh's results, on the questions all three methods finished in each dataset.
     .venv/bin/python bench/option_contrast_table.py runs/option-contrast
 """

@@ -1,4 +1,5 @@
-"""docs/protocols.md's tables: the `paper` protocol against `fast`, read from bench/protocol_comparison.sh's results.
+"""docs/results/protocols.md's tables: the `paper` protocol against `fast`, read from
+bench/protocol_comparison.sh's results.
 
 Every comparison is on the questions all four settings (paper/fast × B=3/5) finished for every method, so the
 paired tests are on the same questions. Cost is averaged over the calls that really ran: a call served from DSPy's

@@ -6,7 +6,7 @@ and processed (llama.cpp's cache_n), the output tokens and llama.cpp's own prefi
 and decode rates are calibrated in the same run (a fresh ~600-token prompt and up to 64 generated tokens, every 8
 questions, on every variant's server alike); a method's floor is processed tokens / prefill rate + generated tokens /
 decode rate. Rows are appended as they finish; a re-run resumes.
-    .venv/bin/python bench/speed_ab.py --out runs/speed-ab --doc docs/speed.md
+    .venv/bin/python bench/speed_ab.py --out runs/speed-ab --doc docs/results/speed.md
 """
 
 from __future__ import annotations

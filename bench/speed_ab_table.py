@@ -1,5 +1,5 @@
-"""docs/speed.md's tables from bench/speed_ab.py's rows: per method and variant, time, tokens sent and processed,
-the floor from the rates calibrated in the same run, accuracy with the paired test, and the speed goals."""
+"""docs/results/speed.md's tables from bench/speed_ab.py's rows: per method and variant, time, tokens sent and
+processed, the floor from the rates calibrated in the same run, accuracy with the paired test, and the speed goals."""
 
 from __future__ import annotations
 

@@ -125,7 +125,7 @@ class LocalEngine:
                  max_string_chars: int | None = 320, max_list_items: int = 4, cache_reuse: int = 0,
                  host_cache_mib: int | None = None, speculative: str = "none", slots: int = 1):
         self.model_path = Path(model_path)
-        self.slots = slots  # requests decoded together (n_parallel); 1: two gave no throughput (docs/speed.md)
+        self.slots = slots  # requests decoded together (n_parallel); 1: two gave no throughput (docs/results/speed.md)
         self.speculative = speculative  # none, ngram, ngram-mod, draft[:MODEL] (hyporag.lm.speculative)
         self.max_string_chars = max_string_chars
         self.max_list_items = max_list_items

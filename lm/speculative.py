@@ -20,9 +20,9 @@ from hyporag.lm.gguf import resolve_model_path
 
 MODES = ("none", "ngram", "ngram-mod", "draft")
 DEFAULT_DRAFT = "qwen2.5-coder-0.5b"
-# mode -> why it is refused: measured by bench/speculative_exactness.py (docs/speed.md) on the 1.5B, 60 requests of
-# cot, hcqr and chr under both protocols replayed on fresh servers; a second plain server differed on 0 of 60, so
-# the differences are the mode's (the target verifies drafts in batches, whose kernels round differently from
+# mode -> why it is refused: measured by bench/speculative_exactness.py (docs/results/speed.md) on the 1.5B, 60
+# requests of cot, hcqr and chr under both protocols replayed on fresh servers; a second plain server differed on 0
+# of 60, so the differences are the mode's (the target verifies drafts in batches, whose kernels round differently from
 # one-token decoding, and a greedy near-tie flips)
 NOT_EXACT: dict[str, str] = {
     "ngram": "replies differed from plain decoding on 7 of 60 recorded requests of the 1.5B",
@@ -49,8 +49,8 @@ class Speculative:
         if model and mode != "draft":
             raise ConfigError(f"--speculative {text!r}: only draft takes a model (draft:qwen2.5-coder-0.5b)")
         if mode in NOT_EXACT and not measuring:
-            raise ConfigError(f"--speculative {mode}: refused for evaluation, {NOT_EXACT[mode]} (docs/speed.md); "
-                              "use --speculative none")
+            raise ConfigError(f"--speculative {mode}: refused for evaluation, {NOT_EXACT[mode]} "
+                              "(docs/results/speed.md); use --speculative none")
         return cls(mode, (model or DEFAULT_DRAFT) if mode == "draft" else None)
 
     @property

@@ -55,7 +55,7 @@ class BM25Index:
         np.add.at, kept as the reference the compiled path is tested against and as the fallback, announced on
         stderr, where numba cannot be imported. With `forward` (the forward index's arrays) searches are two-stage
         (approximate, see TwoStageSearch); `score_rows` stays exact. `tuning` (window, rare_share, depth) is for
-        benchmarks: the defaults are the measured ones (docs/scale.md)."""
+        benchmarks: the defaults are the measured ones (docs/results/scale.md)."""
         if backend not in self.BACKENDS:
             raise ConfigError(f"unknown BM25 backend {backend!r}: use one of {', '.join(self.BACKENDS)}")
         self.model = model

@@ -102,10 +102,10 @@ LONG_QUERY = 2.0  # two-stage: only queries reading at least this many postings 
 
 
 class TwoStageSearch:
-    """Approximate top-k for long queries (docs/scale.md): the query's rare terms are scored over every passage on
-    the windowed loop, the best DEPTH passages by that partial score are scored exactly from the forward index. A
-    query with no rare term, a short query (Σdf below LONG_QUERY postings per passage), or one asking for k near DEPTH
-    is answered exactly."""
+    """Approximate top-k for long queries (docs/results/scale.md): the query's rare terms are scored over every
+    passage on the windowed loop, the best DEPTH passages by that partial score are scored exactly from the forward
+    index. A query with no rare term, a short query (Σdf below LONG_QUERY postings per passage), or one asking for k
+    near DEPTH is answered exactly."""
 
     def __init__(self, exact: CompiledSearch, forward: tuple[np.ndarray, np.ndarray, np.ndarray],
                  rare_share: float = RARE_SHARE, depth: int = DEPTH):

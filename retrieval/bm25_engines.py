@@ -1,7 +1,7 @@
 """Which engine holds an index's BM25 part: bm25s (exact scores over every passage, on hyporag's compiled loop) or
 tantivy (pruning).
 
-Both index bm25s's tokens, so their rankings share terms and document lengths (docs/scale.md: top-15 overlap and
+Both index bm25s's tokens, so their rankings share terms and document lengths (docs/results/scale.md: top-15 overlap and
 latency of each at 1M and 5M passages on the queries hyporag sends). On the compiled loop bm25s is the faster engine
 on every query set measured, and its cost is the floor Σdf x ns per posting, linear in the corpus; tantivy's pruning
 also stays linear, at a higher cost per query. What bm25s needs is its arrays in memory: an exhaustive search reads
@@ -21,7 +21,7 @@ from hyporag.retrieval.estimate import meminfo_bytes
 
 ENGINES = ("bm25s", "tantivy")
 CHOICES = ("auto", *ENGINES)
-BM25S_BYTES_PER_PASSAGE = 400  # bm25s's index per passage: 403 MB at 1M, 2,005 MB at 5M (docs/scale.md)
+BM25S_BYTES_PER_PASSAGE = 400  # bm25s's index per passage: 403 MB at 1M, 2,005 MB at 5M (docs/results/scale.md)
 RAM_SHARE = 0.5  # of physical RAM that bm25s's arrays may take in the page cache
 
 

@@ -3,7 +3,7 @@
 Passages are indexed as the very tokens hyporag's bm25s index holds (bm25s's tokenizer, its English stopwords,
 PyStemmer's English stemmer), joined by spaces and split again by tantivy's whitespace tokenizer, so both engines
 see the same terms and the same document lengths. What still differs is tantivy's own BM25: k1 is fixed at 1.2
-(bm25s: 1.5), and document lengths are kept in one lossy byte, so near-ties can swap; docs/scale.md measures
+(bm25s: 1.5), and document lengths are kept in one lossy byte, so near-ties can swap; docs/results/scale.md measures
 what that does to the top 15 and to accuracy. Searches never count all matches (`count=False`), which is what lets
 tantivy skip postings that cannot reach the top k.
 """

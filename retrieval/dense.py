@@ -132,7 +132,7 @@ def trained_ivf(vectors: np.ndarray, kind: str, lists: int | None = None):
 def default_nprobe(lists: int) -> int:
     """lists / 16, at most 128: a query scans nprobe lists of ~n / lists vectors each, so an uncapped share of the
     lists grows the cost with n (13 ms at 5M passages, 559 lists); the shortlist's exact re-scoring keeps recall
-    (docs/scale.md has the sweep). `--nprobe` sets it."""
+    (docs/results/scale.md has the sweep). `--nprobe` sets it."""
     return max(1, min(lists // 16, MAX_DEFAULT_NPROBE))
 
 

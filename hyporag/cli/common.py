@@ -52,7 +52,7 @@ def add_lm_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--speculative", metavar="MODE", help="speculative decoding in the embedded engine: none "
                        "(default), ngram, ngram-mod, draft[:MODEL] (default draft qwen2.5-coder-0.5b); a mode "
                        "whose replies were measured to differ from plain decoding is refused (all three today: "
-                       "docs/speed.md)")
+                       "docs/results/speed.md)")
     group.add_argument("--adapter", choices=("auto", "lean", "json", "chat"),
                        help="DSPy adapter: auto (default) = lean for local models under --protocol fast, JSON for "
                        "local ones under paper and for --api-base servers, else Chat")
@@ -73,7 +73,7 @@ def add_program_args(parser: argparse.ArgumentParser) -> None:
                        "this engine (bm25s or tantivy; another is refused)")
     group.add_argument("--bm25-search", choices=BM25_SEARCHES, help="exact (default: every passage scored) or "
                        "two-stage (rare terms over every passage, the best 1,000 rescored exactly; needs an index "
-                       "built with --bm25-search two-stage; docs/scale.md has its overlap and speed)")
+                       "built with --bm25-search two-stage; docs/results/scale.md has its overlap and speed)")
     group.add_argument("--rrf-k", type=int, help="reciprocal-rank-fusion constant for hybrid retrieval (default 60; "
                        "MedRAG fuses with 100)")
     group.add_argument("--fuse-index", action="append", metavar="DIR", help="another index of the same corpus whose "

@@ -9,7 +9,7 @@ from hyporag.eval.report import cell, markdown
 from hyporag.jobs.evaluate import evaluate
 from hyporag.jobs.run_config import RunConfig
 
-DEMO_QUESTIONS, DEMO_METHODS = 16, "cot,rag,chr"  # ~20 s a question with the lean adapter (docs/speed.md)
+DEMO_QUESTIONS, DEMO_METHODS = 16, "cot,rag,chr"  # ~20 s a question with the lean adapter (docs/results/speed.md)
 
 
 def add_parser(sub) -> None:

@@ -24,4 +24,4 @@ def run(args: argparse.Namespace, config: RunConfig) -> int:
     return 0
 
 
-DEMO_QUESTIONS, DEMO_METHODS = 16, "cot,rag,chr"  # ~20 s a question with the lean adapter (docs/speed.md)
+DEMO_QUESTIONS, DEMO_METHODS = 16, "cot,rag,chr"  # ~20 s a question with the lean adapter (docs/results/speed.md)
