@@ -10,9 +10,11 @@ from pathlib import Path
 
 import dspy
 import pytest
+from dspy.utils import DummyLM
 from hypothesis import settings
 
 from hyporag.foundation.paths import data_root
+from hyporag.lm.client import LMRoles
 from hyporag.lm.model_identity import reset_identity_cache
 
 SHARED = data_root()
@@ -52,6 +54,20 @@ PASSAGES = [
     ("p9", "Diabetes", "Type 1 diabetes results from autoimmune destruction of insulin-producing beta cells."),
     ("p10", "Bone", "Osteoclasts resorb bone; osteoblasts lay down new bone matrix."),
 ]
+
+
+# CHR's one hypothesis call, as every test's DummyLM answers it
+CONTRAST = {"target_hypothesis": "Beta cells secrete insulin.", "mimic_hypothesis": "Alpha cells secrete glucagon."}
+
+
+def chr_replies(answer: str = "A") -> dict:
+    """DummyLM replies keyed by the field asked for: CHR's hypotheses, then `answer` to every question."""
+    return {"[[ ## target_hypothesis ## ]]": dict(CONTRAST), "[[ ## answer ## ]]": {"answer": answer}}
+
+
+def dummy_roles(replies) -> LMRoles:
+    """One DummyLM (a list of replies, or a dict keyed by prompt text) in every role."""
+    return LMRoles.from_lms(DummyLM(replies if isinstance(replies, list) else dict(replies)))
 
 
 def write_jsonl(path: Path, records: list) -> Path:

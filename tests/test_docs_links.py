@@ -16,3 +16,8 @@ def test_every_relative_link_resolves():
             if not target.startswith(("http://", "https://", "mailto:")) and not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(ROOT)} -> {target}")
     assert not broken, broken
+
+
+def test_the_readme_stays_a_readable_guide():
+    """Details go to docs/; the README stays under 20 KB."""
+    assert (ROOT / "README.md").stat().st_size < 20 * 1024

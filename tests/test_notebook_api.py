@@ -10,15 +10,15 @@ from dspy.utils import DummyLM
 import hyporag
 from hyporag import CHR, DataSettings, RunConfig
 from hyporag.foundation.errors import DataError
-from hyporag.lm.client import LMRoles, build_lm
+from hyporag.lm.client import build_lm
 from hyporag.testing import fake_openai
-from tests.conftest import write_jsonl
+from tests.conftest import dummy_roles, write_jsonl
 
 OPTIONS = {"A": "Pancreas", "B": "Kidney", "C": "Liver"}
 
 
 def run(tmp_path, examples, answers="A"):
-    roles = LMRoles.from_lms(DummyLM([{"answer": a} for a in answers * 5]))
+    roles = dummy_roles([{"answer": a} for a in answers * 5])
     return hyporag.evaluate(RunConfig(methods="cot", out=str(tmp_path / "run")), roles=roles, examples=examples,
                             progress=False)
 
@@ -130,7 +130,7 @@ def test_any_dspy_module_that_answers_a_letter_is_evaluated_as_the_readme_says(t
 
 
 def test_the_baseline_reports_compare_against_is_a_setting(tmp_path, tiny_corpus_dir):
-    roles = LMRoles.from_lms(DummyLM([{"answer": "A"}] * 10))
+    roles = dummy_roles([{"answer": "A"}] * 10)
     report = hyporag.evaluate(RunConfig(methods="cot,rag", baseline="cot", corpus=str(tiny_corpus_dir),
                                         out=str(tmp_path / "run"), program_settings={"budget": 2}), roles=roles,
                               examples=[{"question": "Q?", "options": OPTIONS, "answer": "A"}], progress=False)

@@ -23,11 +23,11 @@ from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
 from hyporag.programs.judge import ContextJudge
 from hyporag.retrieval import build_index, load_corpus
-from tests.conftest import PASSAGES, write_jsonl
+from tests.conftest import PASSAGES, dummy_roles, write_jsonl
 
 
 def test_dur_added_to_a_finished_run_judges_its_rows(tiny_retriever, tiny_questions, tmp_path):
-    program = make_program("rag", retriever=tiny_retriever, roles=LMRoles.from_lms(DummyLM([{"answer": "B"}] * 9)),
+    program = make_program("rag", retriever=tiny_retriever, roles=dummy_roles([{"answer": "B"}] * 9),
                            budget=2)
     run_evaluation({"rag": program}, tiny_questions, tmp_path / "run", {"dataset": "t"}, progress=False)
     judge_lm = DummyLM([{"label": "Useful", "reason": "mentions it"}] * 3)

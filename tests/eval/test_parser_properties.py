@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import string
 
-from dspy.utils import DummyLM
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
 from hyporag.questions.records import normalize_options, record_to_example
+from tests.conftest import dummy_roles
 
 texts = st.text(min_size=1, max_size=40).filter(lambda s: s.strip())
 option_dicts = st.dictionaries(st.sampled_from(string.ascii_uppercase[:6]), texts, min_size=2, max_size=6)
@@ -46,7 +45,7 @@ def test_arbitrary_records_parse_or_raise_value_error(record):
 @settings(max_examples=40)
 @given(options=option_dicts, reply=st.text(max_size=5))
 def test_any_answer_reply_is_a_letter_among_options_or_a_parse_failure(options, reply):
-    program = make_program("cot", roles=LMRoles.from_lms(DummyLM([{"answer": reply}] * 2)))
+    program = make_program("cot", roles=dummy_roles([{"answer": reply}] * 2))
     prediction = program(question="Q?", options=normalize_options(options))
     assert (prediction.answer in options and not prediction.parse_failure) or (
         prediction.answer is None and prediction.parse_failure)

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 
-from dspy.utils import DummyLM
-
 from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.row import ResultRow
 from hyporag.eval.summary import fallback_counts
-from hyporag.lm.client import LMRoles
 from hyporag.programs.baselines import SimpleRAG
+from tests.conftest import dummy_roles
 
 
 class ShortQueryRAG(SimpleRAG):
@@ -30,7 +28,7 @@ class ShortQueryRAG(SimpleRAG):
 
 
 def test_a_new_programs_fallback_and_fields_are_counted_and_kept(tiny_retriever, tiny_questions, tmp_path):
-    program = ShortQueryRAG(retriever=tiny_retriever, roles=LMRoles.from_lms(DummyLM([{"answer": "A"}] * 9)),
+    program = ShortQueryRAG(retriever=tiny_retriever, roles=dummy_roles([{"answer": "A"}] * 9),
                             budget=2)
     report = run_evaluation({"short-rag": program}, tiny_questions, tmp_path / "run", {"dataset": "t"},
                             progress=False)

@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from dspy.utils import DummyLM
 
 from hyporag.cli import main
 from hyporag.eval.prompt_fit import check_prompts_fit
 from hyporag.foundation.errors import DataError
-from hyporag.lm.client import LMRoles
 from hyporag.lm.context_window import ContextWindow, estimate_tokens
 from hyporag.programs import make_program
 from hyporag.questions.records import load_records
-from tests.conftest import QUESTIONS, write_jsonl
+from tests.conftest import QUESTIONS, dummy_roles, write_jsonl
 
 LONG = {"id": "long", "question": "Which finding is most likely? " + "The patient reports fatigue. " * 400,
         "options": {"A": "x", "B": "y"}, "answer": "A"}
@@ -26,7 +24,7 @@ def words(text: str) -> int:
 
 def test_the_worst_case_prompt_counts_the_budgets_longest_passages(tiny_retriever, tmp_path):
     report = load_records(write_jsonl(tmp_path / "q.jsonl", [*QUESTIONS, LONG]))
-    roles = LMRoles.from_lms(DummyLM([]))
+    roles = dummy_roles([])
     programs = {"cot": make_program("cot", roles=roles),
                 "rag": make_program("rag", retriever=tiny_retriever, roles=roles, budget=3)}
     window = ContextWindow("m", 1500, words, True)

@@ -13,6 +13,7 @@ from hyporag.eval.results_store import ResultsStore
 from hyporag.foundation.errors import HyporagError
 from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
+from tests.conftest import dummy_roles
 
 SETTINGS = {"dataset": "tiny", "lms": {"answer": "dummy"}, "budget": 2}
 
@@ -52,7 +53,7 @@ def test_failing_question_is_recorded_not_fatal(tiny_questions, tmp_path):
         def __call__(self, question, options):
             if "insulin" in question:
                 raise RuntimeError("backend down")
-            return make_program("cot", roles=LMRoles.from_lms(DummyLM([{"answer": "C"}])))(question=question,
+            return make_program("cot", roles=dummy_roles([{"answer": "C"}]))(question=question,
                                                                                            options=options)
 
     summary = run_evaluation({"cot": Boom()}, tiny_questions, tmp_path / "run", SETTINGS, progress=False)["methods"]

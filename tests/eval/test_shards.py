@@ -15,7 +15,7 @@ from hyporag.foundation.errors import ConfigError, HyporagError
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import EvalSettings
 from hyporag.lm.client import LMRoles
-from tests.conftest import PASSAGES, SHARED, write_jsonl
+from tests.conftest import CONTRAST, PASSAGES, SHARED, write_jsonl
 from tests.optimizers.test_fit import SharedDummyLM
 
 N = 12
@@ -24,8 +24,7 @@ N = 12
 def replies() -> dict:
     """The hypothesis for every question, then an answer per question (keyed by its text), so methods score
     differently across questions and the shards' answers do not depend on the order questions are asked in."""
-    out: dict = {"[[ ## target_hypothesis ## ]]": {"target_hypothesis": "Beta cells secrete insulin.",
-                                                   "mimic_hypothesis": "Alpha cells secrete glucagon."}}
+    out: dict = {"[[ ## target_hypothesis ## ]]": dict(CONTRAST)}
     out.update({f"hormone {i}?": {"answer": "A" if i % 2 else "B"} for i in range(N)})
     return out
 

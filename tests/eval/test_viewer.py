@@ -15,13 +15,14 @@ from hyporag.eval.viewer import write_view
 from hyporag.foundation.errors import HyporagError
 from hyporag.lm.client import LMRoles
 from hyporag.programs.baselines import CoT, SimpleRAG
+from tests.conftest import dummy_roles
 
 
 def two_method_run(tiny_retriever, tiny_questions, out):
     """rag right on all three; cot wrong on q1 and q3: 'rag right, cot wrong' must show exactly q1 and q3."""
-    rag = SimpleRAG(retriever=tiny_retriever, roles=LMRoles.from_lms(DummyLM([{"answer": a} for a in "BCA"])),
+    rag = SimpleRAG(retriever=tiny_retriever, roles=dummy_roles([{"answer": a} for a in "BCA"]),
                     budget=3)
-    cot = CoT(roles=LMRoles.from_lms(DummyLM([{"answer": a} for a in "ACB"])))
+    cot = CoT(roles=dummy_roles([{"answer": a} for a in "ACB"]))
     settings = {"dataset": "tiny", "index_dir": str(tiny_retriever.directory), "methods": ["rag", "cot"]}
     return run_evaluation({"rag": rag, "cot": cot}, tiny_questions, out, settings, progress=False)
 

@@ -12,23 +12,22 @@ import urllib.error
 import urllib.request
 
 import pytest
-from dspy.utils import DummyLM
 
 from hyporag.cli import main
 from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.viewer import page, run_data, serve_view, write_view
 from hyporag.foundation.errors import HyporagError
-from hyporag.lm.client import LMRoles
 from hyporag.programs.baselines import CoT, SimpleRAG
+from tests.conftest import dummy_roles
 from tests.eval.test_viewer import chromium
 
 ALERT = "<img src=x onerror=\"document.title='PWNED'\">"
 
 
 def small_run(tiny_retriever, tiny_questions, out):
-    rag = SimpleRAG(retriever=tiny_retriever, roles=LMRoles.from_lms(DummyLM([{"answer": a} for a in "BCA"])),
+    rag = SimpleRAG(retriever=tiny_retriever, roles=dummy_roles([{"answer": a} for a in "BCA"]),
                     budget=3)
-    cot = CoT(roles=LMRoles.from_lms(DummyLM([{"answer": a} for a in "ACB"])))
+    cot = CoT(roles=dummy_roles([{"answer": a} for a in "ACB"]))
     settings = {"dataset": "tiny", "index_dir": str(tiny_retriever.directory), "methods": ["rag", "cot"]}
     run_evaluation({"rag": rag, "cot": cot}, tiny_questions, out, settings, progress=False)
     return out

@@ -19,20 +19,17 @@ from hyporag.optimizers.compile import compile_program
 from hyporag.optimizers.splits import refuse_test_split, split_train_val
 from hyporag.programs import make_program
 from hyporag.retrieval import LambdaSchedule
+from tests.conftest import chr_replies, dummy_roles
 
-REPLIES = {
-    "[[ ## target_hypothesis ## ]]": {"target_hypothesis": "Beta cells secrete insulin.",
-                                     "mimic_hypothesis": "Alpha cells secrete glucagon."},
-    "[[ ## answer ## ]]": {"answer": "A"},
-}
+REPLIES = chr_replies("A")
 
 
-def dummy_roles():
-    return LMRoles.from_lms(DummyLM(dict(REPLIES)))
+def chr_roles():
+    return dummy_roles(REPLIES)
 
 
 def compiled_chr(tiny_retriever, tiny_questions, tmp_path):
-    program = make_program("chr", retriever=tiny_retriever, roles=dummy_roles(), budget=2,
+    program = make_program("chr", retriever=tiny_retriever, roles=chr_roles(), budget=2,
                            schedule=LambdaSchedule("linear", lam_min=0.2, lam_max=0.8))
     result = compile_program(program, tiny_questions[:2], tiny_questions[2:], "bootstrap", accuracy,
                              roles=program.roles, max_demos=2)
@@ -94,7 +91,7 @@ def test_any_edit_of_the_manifest_is_refused(tiny_retriever, tiny_questions, tmp
     manifest["program_settings"]["budget"] = 5  # a valid value, silently used before the manifest had a checksum
     path.write_text(json.dumps(manifest, indent=2))
     with pytest.raises(ArtifactError, match="differs from its checksum"):
-        load_artifact(out, tiny_retriever, dummy_roles())
+        load_artifact(out, tiny_retriever, chr_roles())
 
 
 def test_edited_or_mismatched_artifacts_are_refused(tiny_retriever, tiny_questions, tmp_path):
@@ -104,35 +101,35 @@ def test_edited_or_mismatched_artifacts_are_refused(tiny_retriever, tiny_questio
 
     manifest_path.write_text("{broken")
     with pytest.raises(ArtifactError, match="not valid JSON"):
-        load_artifact(out, tiny_retriever, dummy_roles())
+        load_artifact(out, tiny_retriever, chr_roles())
 
     manifest = json.loads(original)
     del manifest["method"]
     resign(manifest_path, manifest)
     with pytest.raises(ArtifactError, match="field 'method'"):
-        load_artifact(out, tiny_retriever, dummy_roles())
+        load_artifact(out, tiny_retriever, chr_roles())
 
     manifest = json.loads(original)
     manifest["program_settings"]["per_query_k"] = 3  # not a CHR setting
     resign(manifest_path, manifest)
     with pytest.raises(ArtifactError, match="do not fit 'chr'"):
-        load_artifact(out, tiny_retriever, dummy_roles())
+        load_artifact(out, tiny_retriever, chr_roles())
 
     manifest = json.loads(original)
     manifest["retrieval"]["index_fingerprint"] = "0" * 64
     resign(manifest_path, manifest)
     with pytest.raises(IndexMismatchError, match="compiled against an index"):
-        load_artifact(out, tiny_retriever, dummy_roles())
+        load_artifact(out, tiny_retriever, chr_roles())
 
     manifest_path.write_text(original)
     state = json.loads((out / "program.json").read_text())
     (out / "program.json").write_text(json.dumps({**state, "extra": 1}))
     with pytest.raises(ArtifactError, match="checksum differs"):
-        load_artifact(out, tiny_retriever, dummy_roles())
+        load_artifact(out, tiny_retriever, chr_roles())
 
     manifest_path.unlink()
     with pytest.raises(ArtifactError, match="manifest missing"):
-        load_artifact(out, tiny_retriever, dummy_roles())
+        load_artifact(out, tiny_retriever, chr_roles())
 
 
 def test_state_that_does_not_fit_the_program_is_refused(tiny_retriever, tiny_questions, tmp_path):
@@ -145,7 +142,7 @@ def test_state_that_does_not_fit_the_program_is_refused(tiny_retriever, tiny_que
     manifest["program_settings"] = {k: v for k, v in manifest["program_settings"].items() if k in shared}
     resign(out / "manifest.json", manifest)
     with pytest.raises(ArtifactError, match="does not fit program 'hcqr'"):
-        load_artifact(out, tiny_retriever, dummy_roles())
+        load_artifact(out, tiny_retriever, chr_roles())
 
 
 def test_splits_are_seeded_disjoint_and_refuse_test_sets(tiny_questions):
@@ -208,7 +205,7 @@ def test_an_artifact_whose_predictor_carries_its_own_lm_is_refused(tiny_retrieve
     manifest["manifest_sha256"] = manifest_checksum(manifest)
     (out / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ArtifactError, match=f"predictor {name!r} carries its own LM .*someone-elses-model"):
-        load_artifact(out, tiny_retriever, dummy_roles())
+        load_artifact(out, tiny_retriever, chr_roles())
 
 
 def test_a_frozen_program_refuses_an_index_of_another_bm25_engine(tiny_retriever, tiny_questions, tiny_corpus_dir,
@@ -222,9 +219,9 @@ def test_a_frozen_program_refuses_an_index_of_another_bm25_engine(tiny_retriever
     other = _tiny_index(tiny_corpus_dir, tmp_path / "index-tantivy", "tantivy")
     assert other.fingerprint == tiny_retriever.fingerprint
     with pytest.raises(IndexMismatchError, match="compiled on a bm25s BM25 index.*--bm25-engine bm25s") as refused:
-        load_artifact(out, other, dummy_roles())
+        load_artifact(out, other, chr_roles())
     assert "\n" not in str(refused.value)
-    assert load_artifact(out, tiny_retriever, dummy_roles()) is not None
+    assert load_artifact(out, tiny_retriever, chr_roles()) is not None
 
 
 def test_a_frozen_program_refuses_another_bm25_search(tiny_retriever, tiny_questions, tiny_corpus_dir, tmp_path):
@@ -239,6 +236,6 @@ def test_a_frozen_program_refuses_another_bm25_search(tiny_retriever, tiny_quest
                 log=lambda m: None, bm25_search="two-stage")
     two_stage = open_index(tiny_retriever.directory, corpus=corpus, bm25_search="two-stage")
     with pytest.raises(IndexMismatchError, match="compiled with the exact BM25 search.*--bm25-search exact") as refused:
-        load_artifact(out, two_stage, dummy_roles())
+        load_artifact(out, two_stage, chr_roles())
     assert "\n" not in str(refused.value)
-    assert load_artifact(out, open_index(tiny_retriever.directory, corpus=corpus), dummy_roles()) is not None
+    assert load_artifact(out, open_index(tiny_retriever.directory, corpus=corpus), chr_roles()) is not None

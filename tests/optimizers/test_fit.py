@@ -14,11 +14,9 @@ from hyporag.cli import build_parser, run_config
 from hyporag.cli.common import load_settings
 from hyporag.foundation.errors import HyporagError
 from hyporag.lm.client import LMRoles
-from tests.conftest import PASSAGES, write_jsonl
+from tests.conftest import PASSAGES, chr_replies, dummy_roles, write_jsonl
 
-REPLIES = {"[[ ## target_hypothesis ## ]]": {"target_hypothesis": "Beta cells secrete insulin.",
-                                            "mimic_hypothesis": "Alpha cells secrete glucagon."},
-           "[[ ## answer ## ]]": {"answer": "A"}}
+REPLIES = chr_replies("A")
 
 
 class SharedDummyLM(DummyLM):
@@ -77,10 +75,10 @@ def test_fit_runs_every_stage_and_a_rerun_skips_them(tmp_path, capsys):
 
 def test_fit_refuses_another_fit_in_the_same_directory(tmp_path):
     args, config = fit_args(tmp_path)
-    fit(args, config, LMRoles.from_lms(DummyLM(dict(REPLIES))))
+    fit(args, config, dummy_roles(REPLIES))
     args, config = fit_args(tmp_path, trials=3)
     with pytest.raises(HyporagError, match="holds a fit with other settings"):
-        fit(args, config, LMRoles.from_lms(DummyLM(dict(REPLIES))))
+        fit(args, config, dummy_roles(REPLIES))
 
 
 def test_project_file_settings_and_flags_on_top(tmp_path, monkeypatch):

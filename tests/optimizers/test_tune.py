@@ -8,21 +8,19 @@ from dspy.utils import DummyLM
 from optuna.trial import TrialState
 
 from hyporag.eval.dspy_metrics import accuracy
-from hyporag.lm.client import LMRoles
 from hyporag.optimizers.tune import open_study, recover_stale_trials, run_study, study_report
 from hyporag.programs import make_program
 from hyporag.programs.chr import CHRConfig
+from tests.conftest import chr_replies, dummy_roles
 
-REPLIES = {"[[ ## target_hypothesis ## ]]": {"target_hypothesis": "Beta cells secrete insulin.",
-                                            "mimic_hypothesis": "Alpha cells secrete glucagon."},
-           "[[ ## answer ## ]]": {"answer": "B"}}
+REPLIES = chr_replies("B")
 
 
 CHR2 = CHRConfig(budget=2, retrieval_sees_options=True)
 
 
 def factory(retriever):
-    roles = LMRoles.from_lms(DummyLM(dict(REPLIES)))
+    roles = dummy_roles(REPLIES)
     return lambda config: make_program("chr", retriever=retriever, roles=roles, config=config)
 
 

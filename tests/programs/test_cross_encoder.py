@@ -9,6 +9,7 @@ from dspy.utils import DummyLM
 from hyporag.foundation.errors import ModelError
 from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
+from tests.conftest import dummy_roles
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def test_cross_encoder_reranks_the_pool_without_an_lm_call(tiny_retriever, tiny_
 
 
 def test_a_cross_encoder_that_cannot_load_is_one_line(tiny_retriever, tmp_path):
-    program = make_program("rerank", retriever=tiny_retriever, roles=LMRoles.from_lms(DummyLM([])), budget=2,
+    program = make_program("rerank", retriever=tiny_retriever, roles=dummy_roles([]), budget=2,
                            cross_encoder=str(tmp_path / "no-such-model"))
     with pytest.raises(ModelError, match="cannot be loaded"):
         program(question="Which cells secrete insulin?", options={"A": "Alpha cells", "B": "Beta cells"})

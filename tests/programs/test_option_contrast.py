@@ -8,6 +8,7 @@ from dspy.utils import DummyLM
 from hyporag.foundation.errors import ConfigError
 from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
+from tests.conftest import dummy_roles
 from tests.programs.test_programs import CountingRetriever
 
 OPTIONS = {"A": "Alpha cells", "B": "Beta cells", "C": "Osteoclasts", "D": "Thyroid"}
@@ -28,14 +29,14 @@ def test_one_passage_per_option_at_b4_and_only_the_answer_call(tiny_retriever, m
 
 
 def test_each_options_own_passage_comes_back_on_bm25(tiny_retriever):
-    roles = LMRoles.from_lms(DummyLM([{"answer": "B"}]))
+    roles = dummy_roles([{"answer": "B"}])
     program = make_program("option-contrast", retriever=tiny_retriever, roles=roles, budget=4, mode="bm25")
     contents = " ".join(p["contents"].lower() for p in program(question=QUESTION, options=OPTIONS).passages)
     assert all(text.lower().split()[0] in contents for text in OPTIONS.values())  # alpha, beta, osteoclasts, thyroid
 
 
 def test_contrast_lam_zero_is_each_options_query_alone(tiny_retriever):
-    roles = LMRoles.from_lms(DummyLM([{"answer": "A"}]))
+    roles = dummy_roles([{"answer": "A"}])
     program = make_program("option-contrast", retriever=tiny_retriever, roles=roles, budget=4, mode="dense",
                            contrast_lam=0.0)
     ids = [p["id"] for p in program(question=QUESTION, options=OPTIONS).passages]

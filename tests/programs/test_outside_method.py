@@ -8,14 +8,12 @@ import json
 import sys
 
 import pytest
-from dspy.utils import DummyLM
 
 import hyporag
 from hyporag.foundation.errors import ConfigError
 from hyporag.jobs.run_config import RunConfig
-from hyporag.lm.client import LMRoles
 from hyporag.programs.registry import METHODS
-from tests.conftest import PASSAGES, QUESTIONS, write_jsonl
+from tests.conftest import PASSAGES, QUESTIONS, dummy_roles, write_jsonl
 
 PLUGIN = '''
 from dataclasses import dataclass
@@ -66,7 +64,7 @@ def test_a_method_from_outside_runs_in_eval_tune_and_the_viewer(plugin, tmp_path
     dataset = write_jsonl(tmp_path / "q.jsonl", QUESTIONS * 1)
     run = RunConfig(dataset=str(dataset), corpus=str(corpus), methods="rag,title-first", out=str(tmp_path / "run"),
                     program_settings={"budget": 2})
-    roles = LMRoles.from_lms(DummyLM([{"answer": "B"}] * 20))
+    roles = dummy_roles([{"answer": "B"}] * 20)
     report = hyporag.evaluate(run, roles=roles, progress=False)
     assert {s["method"] for s in report.methods} == {"rag", "title-first"}
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
@@ -77,9 +75,9 @@ def test_a_method_from_outside_runs_in_eval_tune_and_the_viewer(plugin, tmp_path
     assert "title-first" in (tmp_path / "run" / "report.html").read_text()
     tuned = hyporag.tune(hyporag.TuneSettings(method="title-first", trials=2, study="mine",
                                               storage=str(tmp_path / "s.journal"), out=str(tmp_path / "art")),
-                         run.replace(dataset=str(dataset)), LMRoles.from_lms(DummyLM([{"answer": "B"}] * 40)))
+                         run.replace(dataset=str(dataset)), dummy_roles([{"answer": "B"}] * 40))
     assert tuned.trials == 2
-    frozen = hyporag.load_program(tmp_path / "art", roles=LMRoles.from_lms(DummyLM([{"answer": "B"}])))
+    frozen = hyporag.load_program(tmp_path / "art", roles=dummy_roles([{"answer": "B"}]))
     assert type(frozen).__name__ == "TitleFirst"
 
 

@@ -16,6 +16,7 @@ from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
 from hyporag.programs.config import ProgramConfig
 from hyporag.programs.protocol import PAPER, PROTOCOLS
+from tests.conftest import dummy_roles
 from tests.programs.test_programs import CountingRetriever
 
 OPTIONS = {"A": "Alpha cells", "B": "Beta cells", "C": "Hepatocytes", "D": "Osteoclasts"}
@@ -108,7 +109,7 @@ def test_a_methods_own_protocol_rules_sit_beside_it_and_the_manifest_records_the
     the LM layer; a program's record (what the artifact manifest stores) has all three; a method that declares no
     rules for a protocol is refused at construction, in one line."""
     assert {f.name for f in fields(PAPER)} == {"name", "answer_reasons", "documents_first"}
-    roles = LMRoles.from_lms(DummyLM([ANSWER]))
+    roles = dummy_roles([ANSWER])
     record = make_program("hcqr", retriever=CountingRetriever(None), roles=roles, protocol="paper").protocol_record()
     assert record["hypothesis_by_elimination"] is True and record["merge"] == "sum"
     assert record["local_adapter"] == "json" and record["caps_engine_output"] is False and record["documents_first"]

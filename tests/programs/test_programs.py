@@ -9,12 +9,12 @@ from dspy.utils import DummyLM
 from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
 from hyporag.programs.registry import METHODS
+from tests.conftest import CONTRAST
 
 HYPOTHESIS = {"likely_option": "B", "discriminating_features": ["beta cells", "islets"],
               "expected_evidence": "beta cells secrete insulin", "rationale": "ZEBRA-RATIONALE"}
 QUERIES = {"support_query": "beta cells secrete insulin", "distinction_query": "alpha cells glucagon",
            "key_features_query": "pancreatic islets"}
-CONTRAST = {"target_hypothesis": "Beta cells secrete insulin.", "mimic_hypothesis": "Alpha cells secrete glucagon."}
 ANSWER = {"answer": "B"}
 
 SCRIPTS = {

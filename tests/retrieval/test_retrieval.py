@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hyporag.foundation.errors import DataError, IndexMismatchError
 from hyporag.retrieval import Hit, LambdaSchedule, build_index, load_corpus, merge_to_budget, open_index
 from hyporag.retrieval.query import WeightedQuery
-from tests.conftest import PASSAGES, write_jsonl
+from tests.conftest import PASSAGES, dummy_roles, write_jsonl
 
 
 def contrast(retriever, plus: str, minus: str, lam: float, k: int, mode: str | None = None):
@@ -234,12 +234,10 @@ def test_stopword_only_queries_return_nothing_from_bm25(tiny_retriever):
 
 
 def test_programs_copied_by_teleprompters_share_one_open_index(tiny_retriever, caplog):
-    from dspy.utils import DummyLM
 
-    from hyporag.lm.client import LMRoles
     from hyporag.programs import make_program
 
-    program = make_program("chr", retriever=tiny_retriever, roles=LMRoles.from_lms(DummyLM([{}])), budget=2)
+    program = make_program("chr", retriever=tiny_retriever, roles=dummy_roles([{}]), budget=2)
     with caplog.at_level("WARNING"):
         copy = program.deepcopy()
     assert copy.retriever is tiny_retriever
