@@ -40,7 +40,7 @@ def versus_rag(correct: dict[str, dict[str, bool]], method: str) -> str:
 
 
 def table(rows: list[dict]) -> list[str]:
-    by_method = {s["method"]: s for s in summarize(rows)}
+    by_method = {s.method: s.to_dict() for s in summarize(rows)}
     evidence = evidence_rates(rows)
     correct = {m: {r["question_id"]: bool(r["correct"]) for r in rows if r["method"] == m} for m in METHODS}
     header = ["| method | n | accuracy (95% CI) | vs rag: difference, only-this right / only-rag right, McNemar p | "

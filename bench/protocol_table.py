@@ -78,7 +78,7 @@ def accuracy_table(runs: dict, ids: set[str]) -> list[str]:
                 continue  # no retrieval: B changes nothing
             picked = {p: [r for r in runs[p, budget] if r["method"] == method and r["question_id"] in ids]
                       for p in PROTOCOLS}
-            summary = {p: summarize(rows)[0] for p, rows in picked.items()}
+            summary = {p: summarize(rows)[0].to_dict() for p, rows in picked.items()}
             paired = paired_comparison({r["question_id"]: bool(r["correct"]) for r in picked[PAPER.name]},
                                        {r["question_id"]: bool(r["correct"]) for r in picked["fast"]})
             gold = {p: evidence_rates(rows).get(method, {}).get("gold_in_context") for p, rows in

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
+from hyporag.eval.summary import MethodSummary
 from hyporag.foundation.atomic import write_text_atomic
 from hyporag.foundation.errors import HyporagError
 
@@ -25,27 +26,27 @@ def parse_bars(items: list[str]) -> dict[str, float]:
 
 def check_bars(summary: list[dict], bars: dict[str, float]) -> list[str]:
     """One failure message per method below its bar (or missing from the run)."""
-    by_method = {s["method"]: s for s in summary}
+    by_method = {s.method: s for s in map(MethodSummary.of, summary)}
     failures = []
     for method, bar in bars.items():
         if method not in by_method:
             failures.append(f"{method}: not in this run")
-        elif by_method[method]["accuracy"] < bar:
-            failures.append(f"{method}: accuracy {by_method[method]['accuracy']:.3f} < {bar:.3f}")
+        elif by_method[method].accuracy < bar:
+            failures.append(f"{method}: accuracy {by_method[method].accuracy:.3f} < {bar:.3f}")
     return failures
 
 
 def write_junit(path: str | Path, summary: list[dict], bars: dict[str, float], suite: str) -> None:
     failures = dict(f.split(": ", 1) for f in check_bars(summary, bars))
+    typed = [MethodSummary.of(s) for s in summary]
     cases = []
-    for s in summary:
-        name = quoteattr(s["method"])
-        body = (f'<failure message={quoteattr(failures[s["method"]])}/>' if s["method"] in failures else "")
-        cases.append(f'  <testcase classname={quoteattr(suite)} name={name} time="{s["seconds_per_q"] * s["n"]:.1f}">'
-                     f'<system-out>accuracy={s["accuracy"]:.4f} n={s["n"]} '
-                     f'ci95=[{s["ci95_low"]:.4f},{s["ci95_high"]:.4f}]</system-out>{body}</testcase>')
+    for s in typed:
+        body = f"<failure message={quoteattr(failures[s.method])}/>" if s.method in failures else ""
+        cases.append(f'  <testcase classname={quoteattr(suite)} name={quoteattr(s.method)} '
+                     f'time="{s.seconds_per_q * s.n:.1f}"><system-out>accuracy={s.accuracy:.4f} n={s.n} '
+                     f"ci95=[{s.ci95_low:.4f},{s.ci95_high:.4f}]</system-out>{body}</testcase>")
     for method in bars:
-        if method not in {s["method"] for s in summary}:
+        if method not in {s.method for s in typed}:
             cases.append(f'  <testcase classname={quoteattr(suite)} name={quoteattr(method)}>'
                          f'<failure message="not in this run"/></testcase>')
     xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name={quoteattr(suite)} tests="{len(cases)}" '

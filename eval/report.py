@@ -10,14 +10,14 @@ from pathlib import Path
 from hyporag.eval import decision
 from hyporag.eval import paper_analyses as analysis
 from hyporag.eval.results_store import ROWS, latest_rows, read_rows, read_run_settings
-from hyporag.eval.summary import format_table, summarize
+from hyporag.eval.summary import MethodSummary, format_table, summarize
 from hyporag.foundation.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from hyporag.foundation.errors import HyporagError
 
 
 def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> dict:
     order = {m: i for i, m in enumerate(method_order)}
-    summary = sorted(summarize(rows), key=lambda s: order.get(s["method"], 99))
+    summary = sorted(summarize(rows), key=lambda s: order.get(s.method, 99))
     durs = analysis.dur(rows)
     baseline = settings.get("baseline") or "rag"  # the run's setting; older runs compared against rag
     paired = analysis.paired_against(rows, baseline)
@@ -26,21 +26,20 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
     margins = decision.paired_measures(rows, baseline, int(settings.get("seed") or 0))
     lift = decision.context_lift(rows, "cot")
     for s in summary:
-        m = s["method"]
+        m = s.method
         lead = (margins.get(m) or {}).get(decision.LEAD) or {}
-        s.update({"with_probabilities": (means.get(m) or {}).get("with_probabilities", 0),
-                  "log_p_gold": (means.get(m) or {}).get(decision.LEAD), "p_gold": (means.get(m) or {}).get("p_gold"),
-                  "margin": (means.get(m) or {}).get("margin"), "vs_rag_lead_difference": lead.get("mean"),
-                  "vs_rag_lead_p_value": lead.get("wilcoxon_p"), "lift_over_cot": (lift.get(m) or {}).get("mean"),
-                  "lift_positive": (lift.get(m) or {}).get("positive")})
-        s["dur"] = durs.get(m, {}).get("dur")
-        s["vs_rag_difference"] = paired.get(m, {}).get("difference")
-        s["vs_rag_p_value"] = paired.get(m, {}).get("p_value")
-        s["gold_in_context"] = evidence.get(m, {}).get("gold_in_context")
-        s["distractor_in_context"] = evidence.get(m, {}).get("distractor_in_context")
+        mean = means.get(m) or {}
+        s.with_probabilities = mean.get("with_probabilities", 0)
+        s.log_p_gold, s.p_gold, s.margin = mean.get(decision.LEAD), mean.get("p_gold"), mean.get("margin")
+        s.vs_rag_lead_difference, s.vs_rag_lead_p_value = lead.get("mean"), lead.get("wilcoxon_p")
+        s.lift_over_cot, s.lift_positive = (lift.get(m) or {}).get("mean"), (lift.get(m) or {}).get("positive")
+        s.dur = durs.get(m, {}).get("dur")
+        s.vs_rag_difference, s.vs_rag_p_value = paired.get(m, {}).get("difference"), paired.get(m, {}).get("p_value")
+        s.gold_in_context = evidence.get(m, {}).get("gold_in_context")
+        s.distractor_in_context = evidence.get(m, {}).get("distractor_in_context")
     return {
         "settings": settings,
-        "methods": summary,
+        "methods": [s.to_dict() for s in summary],
         "paired_vs_rag": paired,
         "dur": durs,
         "dur_paired_vs_rag": analysis.paired_against(rows, baseline, analysis.decision_useful) if durs else {},
@@ -54,6 +53,11 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
         "decision": {"lead": decision.LEAD, "log_p_floor": decision.LOG_P_FLOOR, "means": means,
                      "paired_vs_rag": margins, "lift_over_cot": lift},
     }
+
+
+def summaries(report: dict) -> list[MethodSummary]:
+    """A report's per-method lines, typed (summary.json holds them as dicts)."""
+    return [MethodSummary.of(s) for s in report["methods"]]
 
 
 def cell(value: float | None, pattern: str = "{:.3f}") -> str:
@@ -73,13 +77,13 @@ def markdown(report: dict) -> str:
             lines.append(f"| {method} | {p['rows']} of {coverage['questions_planned']} | {p['errors']} | "
                          f"{cell(p['accuracy'])} |")
         lines.append("")
-    lines += [format_table(report["methods"]), "",
+    summary = summaries(report)
+    lines += [format_table(summary), "",
              f"| method | DUR | Δ vs {report.get('baseline', 'rag')} | p (McNemar) | gold in ctx | distractor in ctx |",
              "|---|---:|---:|---:|---:|---:|"]
-    for s in report["methods"]:
-        lines.append(f"| {s['method']} | {cell(s['dur'])} | {cell(s['vs_rag_difference'], '{:+.3f}')} | "
-                     f"{cell(s['vs_rag_p_value'])} | {cell(s['gold_in_context'])} | "
-                     f"{cell(s['distractor_in_context'])} |")
+    for s in summary:
+        lines.append(f"| {s.method} | {cell(s.dur)} | {cell(s.vs_rag_difference, '{:+.3f}')} | "
+                     f"{cell(s.vs_rag_p_value)} | {cell(s.gold_in_context)} | {cell(s.distractor_in_context)} |")
     lines += decision_lines(report)
     if report["utility_conditioned_accuracy"]:
         lines += ["", "| method | label | n | accuracy | Δ vs cot |", "|---|---|---:|---:|---:|"]
@@ -123,7 +127,8 @@ def decision_lines(report: dict) -> list[str]:
     """The decision-margin table: the reader's belief in the gold option, paired against rag (lead measure and
     accuracy side by side, with the questions 80% power would need) and the lift over cot."""
     info = report.get("decision") or {}
-    if not any(s.get("with_probabilities") for s in report["methods"]):
+    summary = summaries(report)
+    if not any(s.with_probabilities for s in summary):
         return ["", "Option probabilities: none in this run (the backend returned no logprobs, or rows predate "
                 "them); margin and lift are shown as –."]
     paired = info.get("paired_vs_rag") or {}
@@ -131,16 +136,16 @@ def decision_lines(report: dict) -> list[str]:
              f"margin | Δ log p_gold vs {report.get('baseline', 'rag')} (95% CI) | Wilcoxon p | questions for 80% "
              "power: log p_gold / accuracy | lift over cot | lift > 0 |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for s in report["methods"]:
-        lead = (paired.get(s["method"]) or {}).get(info.get("lead")) or {}
-        acc = (paired.get(s["method"]) or {}).get("accuracy") or {}
+    for s in summary:
+        lead = (paired.get(s.method) or {}).get(info.get("lead")) or {}
+        acc = (paired.get(s.method) or {}).get("accuracy") or {}
         interval = (f"{lead['mean']:+.3f} ({lead['ci95_low']:+.2f}–{lead['ci95_high']:+.2f})"
                     if lead.get("mean") is not None else "–")
-        lines.append(f"| {s['method']} | {s.get('with_probabilities', 0)} of {s['n']} | {cell(s.get('log_p_gold'))} | "
-                     f"{cell(s.get('p_gold'))} | {cell(s.get('margin'))} | {interval} | "
+        lines.append(f"| {s.method} | {s.with_probabilities} of {s.n} | {cell(s.log_p_gold)} | "
+                     f"{cell(s.p_gold)} | {cell(s.margin)} | {interval} | "
                      f"{cell(lead.get('wilcoxon_p'))} | {cell(lead.get('n_for_power'), '{:d}')} / "
-                     f"{cell(acc.get('n_for_power'), '{:d}')} | {cell(s.get('lift_over_cot'), '{:+.3f}')} | "
-                     f"{cell(s.get('lift_positive'), '{:.2f}')} |")
+                     f"{cell(acc.get('n_for_power'), '{:d}')} | {cell(s.lift_over_cot, '{:+.3f}')} | "
+                     f"{cell(s.lift_positive, '{:.2f}')} |")
     if not info.get("lift_over_cot"):
         lines.append("\nLift over cot needs `cot` in the run (the same reader without retrieval).")
     labelled = {m: e["by_label"] for m, e in (info.get("lift_over_cot") or {}).items() if e.get("by_label")}
@@ -169,17 +174,17 @@ def plots(report: dict, out_dir: Path) -> list[Path]:
     except ImportError:
         return []
     written = []
-    methods = report["methods"]
+    methods = summaries(report)
     if methods:
         fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(methods)), 3.2))
-        names = [s["method"] for s in methods]
-        acc = [s["accuracy"] for s in methods]
-        err = [[max(0.0, a - s["ci95_low"]) for a, s in zip(acc, methods, strict=True)],  # float error at 0 or 1
-               [max(0.0, s["ci95_high"] - a) for a, s in zip(acc, methods, strict=True)]]
+        names = [s.method for s in methods]
+        acc = [s.accuracy for s in methods]
+        err = [[max(0.0, a - s.ci95_low) for a, s in zip(acc, methods, strict=True)],  # float error at 0 or 1
+               [max(0.0, s.ci95_high - a) for a, s in zip(acc, methods, strict=True)]]
         ax.bar(names, acc, yerr=err, capsize=4, color="#4C72B0")
         ax.set_ylim(0, 1)
         ax.set_ylabel("accuracy (95% CI)")
-        ax.set_title(f"{report['settings'].get('dataset', '')} (n={methods[0]['n']})")
+        ax.set_title(f"{report['settings'].get('dataset', '')} (n={methods[0].n})")
         ax.tick_params(axis="x", rotation=30)
         fig.tight_layout()
         written.append(_save(fig, out_dir / "accuracy.png"))

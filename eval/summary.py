@@ -1,12 +1,58 @@
-"""Metrics over per-question result rows: accuracy with a 95% Wilson interval, parse failures, cost per question."""
+"""Metrics over per-question result rows: accuracy with a 95% Wilson interval, parse failures, cost per question.
+
+`MethodSummary` is one method's line of summary.json, defined once: `summarize` makes it from the rows, the report
+fills in what needs more than one method (paired tests, lift, DUR), and readers of summary.json use
+`MethodSummary.of(dict)` rather than string keys of their own."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 from hyporag.eval.row import ResultRow
+
+
+@dataclass
+class MethodSummary:
+    method: str
+    n: int = 0
+    accuracy: float = 0.0
+    ci95_low: float = 0.0
+    ci95_high: float = 0.0
+    parse_failures: int = 0
+    errors: int = 0
+    fallbacks: dict = field(default_factory=dict)  # kind -> rows that took it
+    calls_per_q: float = 0.0
+    input_tokens_per_q: float = 0.0
+    output_tokens_per_q: float = 0.0
+    processed_tokens_per_q: float | None = None  # None: the backend did not report its prompt cache
+    seconds_per_q: float = 0.0
+    # filled by the report (eval/report.build_report): None where the run has no such measure
+    with_probabilities: int = 0  # rows with the reader's full option distribution
+    log_p_gold: float | None = None  # the lead measure's mean (clipped, eval/decision.LEAD)
+    p_gold: float | None = None
+    margin: float | None = None
+    vs_rag_lead_difference: float | None = None  # against the run's baseline (the key keeps its first name)
+    vs_rag_lead_p_value: float | None = None
+    lift_over_cot: float | None = None
+    lift_positive: float | None = None
+    dur: float | None = None
+    vs_rag_difference: float | None = None
+    vs_rag_p_value: float | None = None
+    gold_in_context: float | None = None
+    distractor_in_context: float | None = None
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> MethodSummary:
+        """From summary.json's dict; a field an older run did not write takes its default."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def wilson_interval(correct: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -19,7 +65,7 @@ def wilson_interval(correct: int, n: int, z: float = 1.959964) -> tuple[float, f
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def summarize(rows: Iterable[dict]) -> list[dict]:
+def summarize(rows: Iterable[dict]) -> list[MethodSummary]:
     """One summary per method, in first-seen order."""
     by_method: dict[str, list[ResultRow]] = defaultdict(list)
     for row in map(ResultRow.of, rows):
@@ -29,21 +75,21 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
         n = len(items)
         correct = sum(1 for r in items if r.correct)
         low, high = wilson_interval(correct, n)
-        summary.append({
-            "method": method,
-            "n": n,
-            "accuracy": correct / n if n else 0.0,
-            "ci95_low": low,
-            "ci95_high": high,
-            "parse_failures": sum(1 for r in items if r.parse_failure),
-            "errors": sum(1 for r in items if r.error),
-            "fallbacks": fallback_counts(items),
-            "calls_per_q": sum(r.calls for r in items) / n if n else 0.0,
-            "input_tokens_per_q": sum(r.input_tokens for r in items) / n if n else 0.0,
-            "output_tokens_per_q": sum(r.output_tokens for r in items) / n if n else 0.0,
-            "processed_tokens_per_q": _mean_known([r.processed_tokens for r in items]),
-            "seconds_per_q": sum(r.seconds for r in items) / n if n else 0.0,
-        })
+        summary.append(MethodSummary(
+            method=method,
+            n=n,
+            accuracy=correct / n if n else 0.0,
+            ci95_low=low,
+            ci95_high=high,
+            parse_failures=sum(1 for r in items if r.parse_failure),
+            errors=sum(1 for r in items if r.error),
+            fallbacks=fallback_counts(items),
+            calls_per_q=sum(r.calls for r in items) / n if n else 0.0,
+            input_tokens_per_q=sum(r.input_tokens for r in items) / n if n else 0.0,
+            output_tokens_per_q=sum(r.output_tokens for r in items) / n if n else 0.0,
+            processed_tokens_per_q=_mean_known([r.processed_tokens for r in items]),
+            seconds_per_q=sum(r.seconds for r in items) / n if n else 0.0,
+        ))
     return summary
 
 
@@ -65,17 +111,16 @@ def _mean_known(values: list[int | None]) -> float | None:
     return None if not values or any(v is None for v in values) else sum(values) / len(values)
 
 
-def format_table(summary: list[dict]) -> str:
+def format_table(summary: list[MethodSummary]) -> str:
     """A Markdown table of the summary (what `hyporag eval` prints and writes to summary.md)."""
     head = ("| method | n | accuracy | 95% CI | parse fail | errors | fallbacks | calls/q | "
             "in tok/q sent | processed | out tok/q | s/q |")
     lines = [head, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in summary:
+        processed = "–" if s.processed_tokens_per_q is None else format(s.processed_tokens_per_q, ".0f")
         lines.append(
-            f"| {s['method']} | {s['n']} | {s['accuracy']:.3f} | {s['ci95_low']:.3f}–{s['ci95_high']:.3f} | "
-            f"{s['parse_failures']} | {s['errors']} | {fallback_cell(s.get('fallbacks'))} | "
-            f"{s['calls_per_q']:.2f} | {s['input_tokens_per_q']:.0f} | "
-            f"{'–' if s.get('processed_tokens_per_q') is None else format(s['processed_tokens_per_q'], '.0f')} | "
-            f"{s['output_tokens_per_q']:.0f} | {s['seconds_per_q']:.1f} |"
+            f"| {s.method} | {s.n} | {s.accuracy:.3f} | {s.ci95_low:.3f}–{s.ci95_high:.3f} | "
+            f"{s.parse_failures} | {s.errors} | {fallback_cell(s.fallbacks)} | {s.calls_per_q:.2f} | "
+            f"{s.input_tokens_per_q:.0f} | {processed} | {s.output_tokens_per_q:.0f} | {s.seconds_per_q:.1f} |"
         )
     return "\n".join(lines)

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from hyporag.eval.mcnemar import paired_comparison
+from hyporag.eval.report import summaries
 from hyporag.eval.results_store import latest_rows, read_rows, read_run_settings
 from hyporag.eval.row import ResultRow
 from hyporag.foundation.atomic import write_json_atomic, write_text_atomic
@@ -30,12 +31,13 @@ def write_fit_report(out: Path, state) -> dict:
              "| stage | result | seconds | LM calls |", "|---|---|---:|---:|"]
     lines += [f"| {name} | {s.get('summary', '')} | {s['seconds']:.0f} | {s['lm_calls']} |"
               for name, s in stages.items()]
-    lines += ["", f"Held-out questions: {summary['methods'][0]['n'] if summary['methods'] else 0} (no optimizer saw "
+    heldout = summaries(summary)
+    lines += ["", f"Held-out questions: {heldout[0].n if heldout else 0} (no optimizer saw "
               "them).", "", "| program | accuracy | 95% CI | parse fail | errors | calls/q |",
               "|---|---:|---|---:|---:|---:|"]
-    for s in summary["methods"]:
-        lines.append(f"| {s['method']} | {s['accuracy']:.3f} | {s['ci95_low']:.3f}–{s['ci95_high']:.3f} | "
-                     f"{s['parse_failures']} | {s['errors']} | {s['calls_per_q']:.2f} |")
+    for s in heldout:
+        lines.append(f"| {s.method} | {s.accuracy:.3f} | {s.ci95_low:.3f}–{s.ci95_high:.3f} | "
+                     f"{s.parse_failures} | {s.errors} | {s.calls_per_q:.2f} |")
     lines += ["", "| paired test (exact McNemar) | n | difference | a only right | b only right | p |",
               "|---|---:|---:|---:|---:|---:|"]
     for name, t in tests.items():
@@ -46,5 +48,5 @@ def write_fit_report(out: Path, state) -> dict:
                                             "heldout": summary["methods"], "paired": tests})
     if (out / "heldout" / "accuracy.png").is_file():
         shutil.copyfile(out / "heldout" / "accuracy.png", out / "accuracy.png")
-    tuned = next((s for s in summary["methods"] if s["method"] == "tuned"), None)
-    return {"summary": f"report.md (tuned {tuned['accuracy']:.3f})" if tuned else "report.md"}
+    tuned = next((s for s in heldout if s.method == "tuned"), None)
+    return {"summary": f"report.md (tuned {tuned.accuracy:.3f})" if tuned else "report.md"}

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hyporag.eval.evaluate import run_evaluation
+from hyporag.eval.report import summaries
 from hyporag.jobs.builders import build_program, build_retriever
 from hyporag.jobs.evaluate import run_record
 from hyporag.jobs.optimizing import reflection_lm, tune_modes
@@ -124,6 +125,6 @@ def evaluate_heldout(fit: FitContext) -> dict:
     recorded = {"dataset": run.data.dataset, "n": len(fit.heldout), "seed": run.data.seed,
                 **run_record(programs, roles, retriever, configs), "baseline": baseline, "fit": str(fit.out)}
     report = run_evaluation(programs, fit.heldout, fit.out / "heldout", recorded, threads=run.control.threads)
-    accuracy = {s["method"]: s["accuracy"] for s in report["methods"]}
+    accuracy = {s.method: s.accuracy for s in summaries(report)}
     return {"summary": ", ".join(f"{m} {a:.3f}" for m, a in accuracy.items()) + f" on {len(fit.heldout)} held-out",
             "accuracy": accuracy}

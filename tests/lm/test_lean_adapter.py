@@ -105,9 +105,9 @@ def test_schema_is_sent_and_processed_tokens_are_sent_minus_cached(tiny_retrieve
     example = dspy.Example(id="q1", question=QUESTION, options=OPTIONS, answer="B")
     rows = [result_row(example, "hcqr", prediction, 1.0)]
     assert rows[0]["processed_tokens"] == 170
-    assert summarize(rows)[0]["processed_tokens_per_q"] == 170
+    assert summarize(rows)[0].processed_tokens_per_q == 170
     blind_rows = [result_row(example, "cot", dspy.Prediction(answer="B", cost=blind, passages=[]), 1.0)]
-    assert summarize(blind_rows)[0]["processed_tokens_per_q"] is None
+    assert summarize(blind_rows)[0].processed_tokens_per_q is None
     assert "| 100 | – |" in format_table(summarize(blind_rows))
 
 
