@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import dspy
 import pytest
 from dspy.utils import DummyLM
 
@@ -133,3 +134,30 @@ def test_fit_checks_every_split_fits_the_context_before_the_first_stage(tmp_path
                                            "model's context is 40"):
         fit(args, config, LMRoles.from_lms(lm))
     assert not lm.history
+
+
+@pytest.mark.parametrize(("after", "kept"), [(0.25, "tuned"), (0.5, "tuned"), (0.75, "compiled")])
+def test_the_teleprompters_prompts_are_kept_only_when_they_score_higher_on_validation(tmp_path, monkeypatch, after,
+                                                                                       kept):
+    """Bootstrap's demos lowered validation for 3 of 4 candidates of a real fit: the frozen program must then be
+    the tuned one (shorter prompts), and a tie keeps it too."""
+    import copy
+
+    from hyporag.jobs import fit_stages
+    from hyporag.optimizers.compile import CompileResult
+
+    def fake_compile(start, train, val, optimizer, metric, roles, **kwargs):
+        compiled = copy.deepcopy(start)
+        for _, predictor in compiled.named_predictors():
+            predictor.demos = [dspy.Example(question="DEMO-MARKER", answer="A")]
+        return CompileResult(compiled, 0.5, after, 0.1, 0, {"name": optimizer})
+
+    monkeypatch.setattr(fit_stages, "compile_program", fake_compile)
+    args, config = fit_args(tmp_path, optimizer="bootstrap")
+    state = fit(args, config, LMRoles.from_lms(SharedDummyLM(dict(REPLIES)))).state
+    stage = state["stages"]["compile"]
+    assert stage["kept"] == kept and stage["compiled_after"] == after
+    assert stage["after"] == (after if kept == "compiled" else 0.5)
+    manifest = json.loads((tmp_path / "fit" / "artifact" / "manifest.json").read_text())
+    assert manifest["optimizer"]["prompts_kept"] == kept
+    assert ("DEMO-MARKER" in (tmp_path / "fit" / "artifact" / "program.json").read_text()) == (kept == "compiled")
