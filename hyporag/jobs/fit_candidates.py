@@ -197,6 +197,29 @@ def _confirmation(rows: list[dict], chosen: str, simplest: str, seed: int) -> di
     return {"confirms": confirms, "text": text, "paired": paired}
 
 
+def heldout_lines(accuracy: dict[str, float], paired: dict[str, dict], chosen: str) -> list[str]:
+    """Held-out, every program paired against the chosen one on the same questions: accuracy with McNemar, the
+    lead measure and the margin with a bootstrap interval and Wilcoxon."""
+
+    def continuous(entry: dict) -> str:
+        if entry.get("mean") is None:
+            return "– | –"
+        return (f"{entry['mean']:+.3f} ({entry['ci95_low']:+.2f} to {entry['ci95_high']:+.2f}) | "
+                f"{cell(entry.get('wilcoxon_p'))}")
+
+    lines = ["", f"| held-out | accuracy | Δ accuracy vs {chosen} | McNemar p | Δ log p(gold) (95% CI) | Wilcoxon p | "
+             "Δ margin (95% CI) | Wilcoxon p |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for method, value in accuracy.items():
+        if method == chosen:
+            lines.append(f"| {method} (chosen) | {value:.3f} | | | | | | |")
+            continue
+        entry = paired.get(method) or {}
+        acc = entry.get("accuracy") or {}
+        lines.append(f"| {method} | {value:.3f} | {cell(acc.get('mean'), '{:+.3f}')} | {cell(acc.get('mcnemar_p'))} | "
+                     f"{continuous(entry.get(LEAD) or {})} | {continuous(entry.get('margin') or {})} |")
+    return lines
+
+
 def _write_report(out: Path, state: FitState, methods: list[str]) -> dict:
     stages = state.data["stages"]
     selection, heldout = stages["validate"], stages["evaluate"]
@@ -207,8 +230,8 @@ def _write_report(out: Path, state: FitState, methods: list[str]) -> dict:
         s = selection["scores"][method]
         lines.append(f"| {method}{' (chosen)' if method == selection['chosen'] else ''} | {s['accuracy']:.3f} | "
                      f"{cell(s['log_p_gold'])} | {s['calls_per_q']:.2f} | {selection['verdicts'][method]} |")
-    lines += ["", "| held-out | accuracy |", "|---|---:|"]
-    lines += [f"| {m} | {a:.3f} |" for m, a in heldout["accuracy"].items()]
+    paired = paired_measures(read_results(out / "heldout"), selection["chosen"], state.plan.seed)
+    lines += heldout_lines(heldout["accuracy"], paired, selection["chosen"])
     lines += ["", heldout["confirmation"]["text"] + ".", "",
               "| candidate | stage | seconds | LM calls |", "|---|---|---:|---:|"]
     for method, cost in stages["candidates"]["cost"].items():
@@ -220,5 +243,5 @@ def _write_report(out: Path, state: FitState, methods: list[str]) -> dict:
              if (out / name / "report.html").is_file()]
     write_text_atomic(out / "report.html", markdown_page("\n".join(lines), f"hyporag fit: {out.name}", links))
     write_json_atomic(out / "report.json", {"plan": state.data["plan"], "estimate": state.data.get("estimate"),
-                                            "stages": stages})
+                                            "stages": stages, "heldout_paired_vs_chosen": paired})
     return {"summary": f"report.md, report.html ({selection['chosen']} chosen)"}

@@ -79,6 +79,10 @@ def test_a_candidate_that_wins_beyond_chance_replaces_rag(tmp_path, oracle):
     assert selection["verdicts"]["oracle"] == "beats the simplest beyond chance"
     assert result.heldout_accuracy["oracle"] == 1.0 > result.heldout_accuracy["rag"]
     assert json.loads((result.artifact / "manifest.json").read_text())["method"] == "oracle"
+    report = (result.out / "report.md").read_text()  # held-out paired against the pick: accuracy, log p, margin
+    assert "| held-out | accuracy | Δ accuracy vs oracle | McNemar p |" in report and "| oracle (chosen) |" in report
+    rag_vs_oracle = json.loads((result.out / "report.json").read_text())["heldout_paired_vs_chosen"]["rag"]
+    assert rag_vs_oracle["accuracy"]["mean"] < 0 and 0 < rag_vs_oracle["accuracy"]["mcnemar_p"] <= 1
 
 
 def test_a_fit_killed_between_candidates_resumes_where_it_stopped(tmp_path, monkeypatch):
