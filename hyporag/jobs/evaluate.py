@@ -33,7 +33,7 @@ from hyporag.jobs.builders import (
 )
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import EvalSettings
-from hyporag.jobs.speed import record_speed
+from hyporag.jobs.speed import record_run_speed
 from hyporag.jobs.tracking import code_version, flat_params, report_metrics, tracked
 from hyporag.lm.client import LMRoles
 from hyporag.programs.config import ProgramConfig
@@ -147,8 +147,7 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
                                                judge=judge, progress=progress, debug=run.control.debug)
         finally:  # a run stopped by a dead pool keeps what each endpoint served, for the resume to add to
             endpoints = _record_endpoints(out, roles, earlier)
-        budget = recorded["budget"] if isinstance(recorded["budget"], int) else None
-        record_speed(roles, report, budget)  # seconds per call at this budget, for fit's estimate
+        record_run_speed(roles, report, recorded)  # seconds per call at this budget, for fit's estimate
     except (HyporagError, KeyboardInterrupt) as exc:
         if settings.junit:  # every outcome writes the file: an older one must never stand for this run
             code = 130 if isinstance(exc, KeyboardInterrupt) else exc.exit_code

@@ -30,7 +30,7 @@ from hyporag.jobs.fit_common import fit_plan, fit_questions
 from hyporag.jobs.fit_result import FitResult
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
-from hyporag.jobs.speed import seconds_per_call
+from hyporag.jobs.speed import record_run_speed, seconds_per_call
 from hyporag.optimizers.artifact import frozen_config, load_artifact, read_artifact_manifest, save_artifact
 from hyporag.optimizers.fit import FitState, questions_fingerprint, run_stage, three_way_split
 from hyporag.optimizers.selection import SelectionRule, select
@@ -126,7 +126,8 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
                    for m in programs}
         recorded = {"dataset": run.data.dataset, "n": len(questions), "seed": run.data.seed,
                     **run_record(programs, roles, retriever, configs), "fit": str(out)}
-        run_evaluation(programs, questions, where, recorded, threads=run.control.threads, progress=True)
+        report = run_evaluation(programs, questions, where, recorded, threads=run.control.threads, progress=True)
+        record_run_speed(roles, report, recorded)  # the next fit's estimate learns from this one
         return read_results(where)
 
     def validate() -> dict:

@@ -16,6 +16,7 @@ from hyporag.jobs.evaluate import run_record
 from hyporag.jobs.optimizing import reflection_lm, tune_modes
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
+from hyporag.jobs.speed import record_run_speed
 from hyporag.optimizers.artifact import frozen_config, load_artifact, save_artifact
 from hyporag.optimizers.compile import compile_program
 from hyporag.optimizers.fit import FitState
@@ -131,6 +132,7 @@ def evaluate_heldout(fit: FitContext) -> dict:
     recorded = {"dataset": run.data.dataset, "n": len(fit.heldout), "seed": run.data.seed,
                 **run_record(programs, roles, retriever, configs), "baseline": baseline, "fit": str(fit.out)}
     report = run_evaluation(programs, fit.heldout, fit.out / "heldout", recorded, threads=run.control.threads)
+    record_run_speed(roles, report, recorded)  # the next fit's estimate learns from this one
     accuracy = {s.method: s.accuracy for s in summaries(report)}
     return {"summary": ", ".join(f"{m} {a:.3f}" for m, a in accuracy.items()) + f" on {len(fit.heldout)} held-out",
             "accuracy": accuracy}

@@ -20,6 +20,12 @@ def _path(roles, budget: int | None):
     return cache_dir("speed") / f"{digest(roles.identities()['answer'])}-b{budget or 0}.json"
 
 
+def record_run_speed(roles, report: dict, recorded: dict) -> None:
+    """Record an evaluation's speed at the budget its run.json names (a per-method budget: not one B, so none)."""
+    budget = recorded.get("budget")
+    record_speed(roles, report, budget if isinstance(budget, int) else None)
+
+
 def record_speed(roles, report: dict, budget: int | None) -> None:
     """Add an evaluation's calls and seconds (answer and hypothesis roles alike) to the model's record for `budget`
     (None: no retrieval)."""
