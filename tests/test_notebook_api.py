@@ -173,3 +173,18 @@ def test_a_run_is_its_groups_and_its_methods_typed_configs():
     again = typed.replace(program_settings={"budget": 5}, limit=2)
     assert again.config_for("rag").budget == 5 and again.config_for("chr") is mine and again.data.limit == 2
     assert again.data.dataset is None and typed.data.limit is None  # replace copies; nothing mutated
+
+
+def test_a_program_settings_own_rule_names_where_the_value_came_from():
+    """`--budget 0` or `budget = 0` in hyporag.toml is refused naming the flag or the file, not the config class."""
+    from hyporag.foundation.errors import ConfigError
+    from hyporag.jobs.run_config import build_run_config
+
+    with pytest.raises(ConfigError, match=r"^RunConfig.budget: budget must be a whole number of passages >= 1"):
+        RunConfig(budget=0)
+    with pytest.raises(ConfigError, match=r"^--budget: budget must be"):
+        build_run_config({"budget": 0})
+    with pytest.raises(ConfigError, match=r"^--protocol: unknown protocol 'papr'"):
+        build_run_config({"protocol": "papr"})
+    with pytest.raises(ConfigError, match=r"^hyporag.toml: budget: budget must be"):
+        build_run_config({}, {"budget": -1}, "hyporag.toml")

@@ -86,11 +86,22 @@ def route(values: dict[str, Any], origin: str, skip_unknown: bool = False) -> tu
         elif key in program_types:
             if value is not None:
                 check_type(origin, key, value, program_types[key])
+                _check_program_value(origin, key, value)
             program[key] = value
         elif not skip_unknown:
             raise ConfigError(f"{origin}: unknown setting {key!r} (run settings: {', '.join(sorted(RUN_FIELDS))}; "
                               f"program settings: {', '.join(sorted(program_types))})")
     return groups, program, methods
+
+
+def _check_program_value(origin: str, key: str, value: Any) -> None:
+    """A program setting's own rule (a budget of at least 1, a known protocol), refused naming where it came from
+    rather than the config class that holds it."""
+    owner = next(c for c in CONFIGS if key in {f.name for f in fields(c)})
+    try:
+        owner.from_dict({key: value}, source=where(origin, key))
+    except ConfigError as exc:
+        raise ConfigError(f"{where(origin, key)}: {str(exc).split(': ', 1)[-1]}") from None
 
 
 def method_choices(methods: Any, program_settings: dict[str, Any]) -> tuple[MethodChoice, ...]:
