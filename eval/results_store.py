@@ -107,6 +107,25 @@ def _unreported_pool(identity: dict | None) -> bool:
     return (identity or {}).get("kind") == "server-pool" and not (identity or {}).get("reported")
 
 
+def with_earlier_methods(path: Path, previous: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """A run may add methods to a results dir (its earlier methods' rows stay, and stay on record in run.json), but
+    a method already there must run with the settings its rows were answered with, or the rows would mix."""
+    before, now = previous.get("program") or {}, settings.get("program") or {}
+    for method in before.keys() & now.keys():
+        if before[method] != now[method]:
+            fields = sorted(k for k in before[method].keys() | now[method].keys()
+                            if before[method].get(k) != now[method].get(k))
+            raise HyporagError(f"{path}: this results dir holds {method} rows answered with other settings "
+                               f"({', '.join(fields)}); use another --out (rows from different settings must not mix)")
+    earlier = [m for m in previous.get("methods") or [] if m not in (settings.get("methods") or [])]
+    if not earlier:
+        return settings
+    merged = {**settings, "methods": [*earlier, *settings.get("methods", [])], "program": {**before, **now}}
+    if "effective" in previous or "effective" in settings:
+        merged["effective"] = {**(previous.get("effective") or {}), **(settings.get("effective") or {})}
+    return merged
+
+
 class ResultsStore:
     """Open with `with ResultsStore(dir, settings) as store:`; refuses a second live writer and changed settings."""
 
@@ -169,7 +188,7 @@ class ResultsStore:
                     raise
                 previous = None
             keys = ("dataset", "lms", "adapters", "budget", "reasoning", "retriever", "index_fingerprint",
-                    "bm25_engine", "bm25_search", "program")
+                    "bm25_engine", "bm25_search")
             if previous is not None and "bm25_engine" not in previous and "bm25_engine" in self.settings:
                 previous["bm25_engine"] = "bm25s"  # runs from before the field searched bm25s's BM25, or none
                 if self.settings["bm25_engine"] is None:
@@ -188,6 +207,8 @@ class ResultsStore:
             if changed:
                 raise HyporagError(f"{path}: this results dir holds a run with different {', '.join(changed)}; "
                                    "use another --out (rows from different settings must not mix)")
+            if previous is not None:
+                self.settings = with_earlier_methods(path, previous, self.settings)
             if before and now:  # what a pool reported before stays recorded while none of its servers answers
                 kept = {r: before[r] for r in now if _unreported_pool(now[r]) and before.get(r)}
                 if kept:

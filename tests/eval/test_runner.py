@@ -167,3 +167,30 @@ def test_report_of_a_partial_run_covers_only_questions_every_method_finished(tin
     assert path.read_text().endswith('{"torn')  # read-only: a live run's file is never truncated by a report
     assert main(["report", str(tmp_path / "nowhere")]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+def test_a_method_added_to_a_results_dir_keeps_the_earlier_rows_and_their_record(tiny_questions, tmp_path, capsys):
+    """Adding hcqr to a finished cot,rag run answers only hcqr; the dir's report covers all three, and run.json
+    still records the settings every earlier row was answered with."""
+    from hyporag.cli import main
+    from hyporag.jobs.evaluate import settings_of
+
+    def settings_for(progs):
+        return {**SETTINGS, "n": 3, "methods": list(progs), "program": {m: settings_of(p) for m, p in progs.items()}}
+
+    lm = DummyLM([{"answer": a} for a in ["B", "A", "A", "B", "B", "C"]])
+    first = {m: make_program("cot", roles=LMRoles.from_lms(lm)) for m in ("cot", "rag")}
+    run_evaluation(first, tiny_questions, tmp_path / "run", settings_for(first), progress=False)
+    added_lm = DummyLM([{"answer": a} for a in ["A", "A", "A"]])
+    added = {"hcqr": make_program("cot", roles=LMRoles.from_lms(added_lm))}
+    report = run_evaluation(added, tiny_questions, tmp_path / "run", settings_for(added), progress=False)
+    assert [s["method"] for s in report["methods"]] == ["hcqr"] and len(added_lm.history) == 3
+    recorded = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert recorded["methods"] == ["cot", "rag", "hcqr"] and set(recorded["program"]) == {"cot", "rag", "hcqr"}
+    assert main(["report", str(tmp_path / "run")]) == 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert [s["method"] for s in summary["methods"]] == ["cot", "rag", "hcqr"] and "coverage" not in summary
+    # the same method with other settings is refused, naming it and the field: its rows would mix
+    other = {"rag": make_program("cot", roles=LMRoles.from_lms(DummyLM([])), budget=7)}
+    with pytest.raises(HyporagError, match=r"holds rag rows answered with other settings \(budget\)"):
+        run_evaluation(other, tiny_questions, tmp_path / "run", settings_for(other), progress=False)
