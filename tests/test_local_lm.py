@@ -49,6 +49,24 @@ def test_hcqr_and_chr_end_to_end_with_the_embedded_model(tmp_path):
     assert all(r["hypothesis"]["target"] and r["hypothesis"]["mimic"] for (m, _), r in rows.items() if m == "chr")
 
 
+def test_the_paper_protocol_reads_the_option_probabilities_after_the_reasoning(tmp_path):
+    """Under --protocol paper the reply reasons first and gives the letter last; the letter's position is found
+    after the reasoning, so its rows carry the reader's distribution like the fast protocol's."""
+    import json
+
+    out = tmp_path / "run"
+    code = main(["eval", "--dataset", "mmlu-med-dev", "--methods", "cot", "--limit", "2", "--protocol", "paper",
+                 "--max-tokens", "300", "--out", str(out), "--lm", f"local:{SMALL_MODEL}"])
+    assert code == 0
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["error"] is None and row["answer"] in "ABCD" and row["answer_reasoning"]
+        assert row["option_logprob_status"] == "ok", row["answer_reply"]
+        assert abs(sum(math.exp(v) for v in row["option_logprobs"].values()) - 1) < 1e-4
+        assert max(row["option_logprobs"], key=row["option_logprobs"].get) == row["answer"]
+
+
 def test_readme_python_api_example_runs_as_written(tmp_path, monkeypatch):
     """index → fit → evaluate → load → ask on a real embedded model, 4 fit questions and 2 more evaluated (the
     0.5B in place of the default 1.5B that `from_specs()` picks: the same engine at half the time)."""
