@@ -4,12 +4,15 @@ alone, read from study journals written with the default objective (docs/results
 
     python bench/study_ties.py --questions 16 runs/fit-mmlu-methods/candidates/*/study.journal
 
-A trial's value is correct/n + 0.001 × mean scaled log p(gold); the questions it got right are floor(value × n) and
-the log p(gold) part is what remains, so one study gives all three rankings without another LM call."""
+Trials keep their accuracy and mean clipped log p(gold) as attributes, whatever objective the study ran under. For
+older journals without them, a default-objective trial's value is correct/n + 0.001 × mean scaled log p(gold): the
+questions it got right are floor(value × n) and the log p(gold) part is what remains; a journal of another
+objective without the attributes is refused rather than misread."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 
@@ -20,14 +23,35 @@ from optuna.storages.journal import JournalFileBackend
 TIE_BREAK = 1e-3  # hyporag.eval.dspy_metrics.TIE_BREAK
 
 
-def rankings(values: list[float], n: int) -> dict[str, int]:
-    """Trials tied for best under each objective."""
+def decoded(values: list[float], n: int) -> list[tuple[float, float]]:
+    """(accuracy, belief) of default-objective trials, from their values alone."""
     correct = [math.floor(v * n + 1e-9) for v in values]
-    belief = [round((v - c / n) / TIE_BREAK, 9) for v, c in zip(values, correct, strict=True)]
-    best_correct, best_value, best_belief = max(correct), max(values), max(belief)
-    return {"accuracy": sum(c == best_correct for c in correct),
-            "accuracy + log p tie-break": sum(v == best_value for v in values),
-            "log p(gold)": sum(b == best_belief for b in belief)}
+    return [(c / n, round((v - c / n) / TIE_BREAK, 9)) for v, c in zip(values, correct, strict=True)]
+
+
+def rankings(scores: list[tuple[float, float]]) -> dict[str, int]:
+    """Trials tied for best under each objective, from each trial's (accuracy, belief)."""
+    best_accuracy, best_pair, best_belief = max(a for a, _ in scores), max(scores), max(b for _, b in scores)
+    return {"accuracy": sum(a == best_accuracy for a, _ in scores),
+            "accuracy + log p tie-break": sum(pair == best_pair for pair in scores),
+            "log p(gold)": sum(b == best_belief for _, b in scores)}
+
+
+def plan_objective(journal: Path) -> str:
+    """A fit candidate's objective from the fit.json beside its journal (journals from before studies recorded it)."""
+    plan = journal.parent / "fit.json"
+    return json.loads(plan.read_text()).get("plan", {}).get("objective", "accuracy") if plan.is_file() else "accuracy"
+
+
+def trial_scores(study, journal: Path, n: int) -> list[tuple[float, float]]:
+    trials = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    if trials and all("accuracy" in t.user_attrs for t in trials):
+        return [(t.user_attrs["accuracy"], t.user_attrs["log_p_gold_clipped"] or -math.inf) for t in trials]
+    objective = (study.user_attrs.get("hyporag_identity") or {}).get("objective") or plan_objective(journal)
+    if objective != "accuracy":
+        raise SystemExit(f"study {study.study_name!r} ran under {objective} and its trials keep no accuracy: "
+                         "its values cannot be read back as accuracy")
+    return decoded([t.value for t in trials], n)
 
 
 def main() -> None:
@@ -41,9 +65,9 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|")
     for journal in args.journals:
         study = optuna.load_study(study_name=args.study, storage=JournalStorage(JournalFileBackend(str(journal))))
-        values = [t.value for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-        tied = rankings(values, args.questions)
-        print(f"| {journal.parent.name} | {len(values)} | {tied['accuracy']} | {tied['accuracy + log p tie-break']} | "
+        scores = trial_scores(study, journal, args.questions)
+        tied = rankings(scores)
+        print(f"| {journal.parent.name} | {len(scores)} | {tied['accuracy']} | {tied['accuracy + log p tie-break']} | "
               f"{tied['log p(gold)']} |")
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hyporag.foundation.processes import pid_alive
+from hyporag.foundation.redact import redact_url
 
 HEARTBEAT_SECONDS = 10
 
@@ -47,6 +48,11 @@ def open_study(name: str, storage: str | None, seed: int, directory: Path, heart
                                 pruner=optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1))
     study.hyporag_journal = getattr(getattr(backend, "_backend", None), "_file_path", None)
     return study
+
+
+def study_location(study, storage: str | None) -> str:
+    """Where a study lives, for messages: its journal file, or its database URL without a password."""
+    return str(getattr(study, "hyporag_journal", None) or redact_url(storage) or study.study_name)
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from hyporag.eval.decision import LOG_P_FLOOR
 from hyporag.eval.evaluate import evaluate
 from hyporag.foundation.errors import HyporagError
 from hyporag.optimizers.study_storage import (
@@ -72,11 +73,14 @@ def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1
     import optuna
 
 
-    total, errors, done = 0.0, [], 0
+    total, errors, done, correct, beliefs = 0.0, [], 0, 0, []
     for start in range(0, len(valset), report_every):
         for row in evaluate({"trial": program}, valset[start:start + report_every], threads, metric=metric):
             total += row["score"]
             done += 1
+            correct += bool(row.get("correct"))
+            if row.get("log_p_gold") is not None:
+                beliefs.append(max(row["log_p_gold"], LOG_P_FLOOR))
             if row["error"]:
                 errors.append(row["error"])
         trial.set_user_attr("errors", len(errors))
@@ -88,6 +92,10 @@ def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1
                 raise optuna.TrialPruned()
     if errors and len(errors) == len(valset):
         raise TrialFailed(f"trial {trial.number}: all {len(valset)} questions errored; first: {errors[0]}")
+    # whatever the objective, each trial keeps its accuracy and the reader's belief: a study reads under any of them
+    trial.set_user_attr("accuracy", correct / len(valset))
+    trial.set_user_attr("log_p_gold_clipped", sum(beliefs) / len(beliefs) if beliefs else None)
+    trial.set_user_attr("with_probabilities", len(beliefs))
     return total / len(valset)
 
 

@@ -17,6 +17,8 @@ from hyporag.jobs.settings import TuneSettings
 from hyporag.jobs.tracking import flat_params, tracked_job
 from hyporag.lm.cost import CostMeter
 from hyporag.optimizers.artifact import save_artifact
+from hyporag.optimizers.study_identity import check_study_identity, study_identity
+from hyporag.optimizers.study_storage import study_location
 from hyporag.optimizers.tune import best_program, open_study, run_study, study_report, variant
 
 STUDIES = Path("runs") / "studies"
@@ -66,6 +68,9 @@ def _tune(settings: TuneSettings, run: RunConfig, roles, program, examples) -> T
     metric = objective_metric(settings.objective, make_metric_for(settings.metric, roles))
     probe = base_program(settings.method, run, roles, program)
     modes = tune_modes(probe, settings.modes)
+    check_study_identity(study, study_identity(probe.method, settings.objective, settings.metric, val,
+                                               probe.config.to_dict(), modes, roles.specs()),
+                         study_location(study, settings.storage))
     study.set_user_attr("method", probe.method)
     meter = CostMeter()
     with meter.step("tune"):

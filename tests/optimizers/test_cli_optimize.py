@@ -42,6 +42,23 @@ def test_compile_freeze_eval_and_tune(server, tmp_path, tiny_corpus_dir, tiny_qu
     study = optuna.load_study(study_name="t1", storage=optuna.storages.JournalStorage(
         optuna.storages.journal.JournalFileBackend(str(tmp_path / "t1.journal"))))
     assert len(study.trials) == 3  # resumed: one more trial, not three new ones
+    # each trial keeps its accuracy and belief whatever the objective (no logprobs here: no tie-break either)
+    assert all(t.user_attrs["accuracy"] == t.value for t in study.trials)
+    assert {t.user_attrs["with_probabilities"] for t in study.trials} == {0}  # the fake server returns none
+    # the same study under another objective, budget or method would mix trial values: refused, naming what differs
+    journal = ["--storage", str(tmp_path / "t1.journal")]
+    capsys.readouterr()
+    assert main(["tune", "--method", "chr", "--study", "t1", "--trials", "4", "--dataset", dataset,
+                 "--objective", "log-p-gold", *journal, *args]) == 2
+    assert "objective accuracy then, log-p-gold now" in capsys.readouterr().err
+    assert main(["tune", "--method", "chr", "--study", "t1", "--trials", "4", "--dataset", dataset, *journal,
+                 *args[:-1], "3"]) == 2
+    assert "setting budget 2 then, 3 now" in capsys.readouterr().err
+    assert main(["tune", "--method", "hcqr", "--study", "t1", "--trials", "4", "--dataset", dataset, *journal,
+                 *args]) == 2
+    assert "method chr then, hcqr now" in capsys.readouterr().err
+    assert len(optuna.load_study(study_name="t1", storage=optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(tmp_path / "t1.journal")))).trials) == 3  # none added
 
 
 def test_compile_refuses_a_test_split(server, tmp_path, tiny_corpus_dir, capsys):

@@ -104,3 +104,23 @@ def test_trials_run_in_threads_with_the_callers_dspy_context(tiny_retriever, tin
     trial = study.trials[0]
     assert trial.state == TrialState.COMPLETE and trial.user_attrs["errors"] == 0
     assert trial.value == pytest.approx(1 / 3) and len(seen) == 2
+
+
+def test_a_study_keeps_what_its_trial_values_mean_and_refuses_to_mix(tiny_questions):
+    from hyporag.foundation.errors import ConfigError
+    from hyporag.optimizers.study_identity import check_study_identity, study_identity
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(study_name="s", direction="maximize")
+    mine = study_identity("chr", "accuracy", "accuracy", tiny_questions, CHR2.to_dict(), ["bm25"], {"answer": "x"})
+    check_study_identity(study, mine, "mem")
+    check_study_identity(study, mine, "mem")  # the same settings resume
+    edited = [tiny_questions[0].copy(answer="C"), *tiny_questions[1:]]  # an edited gold is another validation set
+    with pytest.raises(ConfigError, match="validation"):
+        check_study_identity(study, study_identity("chr", "accuracy", "accuracy", edited, CHR2.to_dict(), ["bm25"],
+                                                   {"answer": "x"}), "mem")
+    older = optuna.create_study(study_name="old", direction="maximize")  # before identities: its method only
+    older.set_user_attr("method", "hcqr")
+    older.add_trial(optuna.trial.create_trial(value=0.5))
+    with pytest.raises(ConfigError, match="holds trials of hcqr, not chr"):
+        check_study_identity(older, mine, "mem")
