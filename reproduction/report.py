@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hyporag.eval.report import cell
-from hyporag.eval.summary import wilson_interval
+from hyporag.eval.summary import MethodSummary, wilson_interval
 from hyporag.foundation.judge_labels import LABELS
 from hyporag.programs.registry import METHODS
 from hyporag.reproduction.paper_tables import PaperTable, figures, paper
@@ -68,7 +68,7 @@ def setting_flags(table: PaperTable, cells: list[Cell], corpus: str) -> tuple[li
         else:
             differs.append(f"{name}: ours {value}; paper {expected}")
     for c in cells:
-        n = c.report["methods"][0]["n"] if c.report["methods"] else 0
+        n = MethodSummary.of(c.report["methods"][0]).n if c.report["methods"] else 0
         if c.dataset_size and n < c.dataset_size:
             differs.append(f"questions: {c.dataset} {n} of {c.dataset_size} (a slice, --limit)")
     return differs, same
@@ -85,10 +85,10 @@ def _ci(low: float, high: float) -> str:
 
 
 def _accuracy_rows(table: PaperTable, cells: list[Cell]) -> list[str]:
-    rows = [[c.dataset, c.variant, s["method"], s["n"], f"{s['accuracy']:.3f}", _ci(s["ci95_low"], s["ci95_high"]),
-             cell(s["vs_rag_difference"], "{:+.3f}"), cell(s["vs_rag_p_value"]),
-             _paper_value(table, c.dataset, s["method"], "delta_vs_rag")]
-            for c in cells for s in c.report["methods"]]
+    rows = [[c.dataset, c.variant, s.method, s.n, f"{s.accuracy:.3f}", _ci(s.ci95_low, s.ci95_high),
+             cell(s.vs_rag_difference, "{:+.3f}"), cell(s.vs_rag_p_value),
+             _paper_value(table, c.dataset, s.method, "delta_vs_rag")]
+            for c in cells for s in map(MethodSummary.of, c.report["methods"])]
     return _render(["dataset", "setting", "method", "n", "accuracy", "95% CI", "Δ vs rag", "p (McNemar)",
                     "paper Δ vs rag"], rows, 3)
 
@@ -138,7 +138,7 @@ def _cost_rows(table: PaperTable, cells: list[Cell]) -> list[str]:
     call, HyDE's pseudo-documents), so those columns stand beside its figures; the totals add the answer step."""
     rows = []
     for c in cells:
-        n = {s["method"]: s["n"] for s in c.report["methods"]}
+        n = {s.method: s.n for s in map(MethodSummary.of, c.report["methods"])}
         for method, roles in c.report["cost_by_role"].items():
             def total(field: str, skip: tuple[str, ...], roles=roles) -> float:
                 return sum(v[field] for role, v in roles.items() if role not in skip)
@@ -173,7 +173,7 @@ def pooled_figures(table: PaperTable, cells: list[Cell]) -> list[str]:
 
 
 def _gap_to_next_best(report: dict, method: str) -> float | None:
-    accuracy = {s["method"]: s["accuracy"] for s in report["methods"]}
+    accuracy = {s.method: s.accuracy for s in map(MethodSummary.of, report["methods"])}
     others = [a for m, a in accuracy.items() if m != method]
     return accuracy[method] - max(others) if method in accuracy and others else None
 
@@ -183,12 +183,11 @@ def counted(cells: list[Cell]) -> list[str]:
     lines = []
     for c in cells:
         parts = []
-        for s in c.report["methods"]:
-            found = {name: s.get(key, 0) for name, key in (("unparseable answers", "parse_failures"),
-                                                             ("errors", "errors")) if s.get(key)}
-            found.update({f"{kind} fallbacks": n for kind, n in (s.get("fallbacks") or {}).items() if n})
+        for s in map(MethodSummary.of, c.report["methods"]):
+            found = {name: n for name, n in (("unparseable answers", s.parse_failures), ("errors", s.errors)) if n}
+            found.update({f"{kind} fallbacks": n for kind, n in (s.fallbacks or {}).items() if n})
             if found:
-                parts.append(f"{s['method']} " + ", ".join(f"{v} {k}" for k, v in found.items()))
+                parts.append(f"{s.method} " + ", ".join(f"{v} {k}" for k, v in found.items()))
         summary = "; ".join(parts) if parts else "no fallback, failure or error"
         lines.append(f"- {c.dataset} ({c.variant}): {summary}")
     return lines

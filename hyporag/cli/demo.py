@@ -6,6 +6,7 @@ import argparse
 
 from hyporag.cli.common import add_data_args
 from hyporag.eval.report import cell, markdown
+from hyporag.eval.summary import MethodSummary
 from hyporag.jobs.evaluate import evaluate
 from hyporag.jobs.run_config import RunConfig
 
@@ -34,11 +35,10 @@ def run(args: argparse.Namespace, config: RunConfig) -> int:
     print(markdown(result))
     print("| method | accuracy | 95% CI | p(gold) | lift over cot | lift > 0 | correct option's text in context | "
           "s/q |\n|---|---:|---|---:|---:|---:|---:|---:|")
-    for s in result["methods"]:
-        print(f"| {s['method']} | {s['accuracy']:.3f} | {s['ci95_low']:.2f}–{s['ci95_high']:.2f} | "
-              f"{cell(s.get('p_gold'), '{:.2f}')} | {cell(s.get('lift_over_cot'), '{:+.2f}')} | "
-              f"{cell(s.get('lift_positive'), '{:.2f}')} | {cell(s['gold_in_context'], '{:.2f}')} | "
-              f"{s['seconds_per_q']:.1f} |")
+    for s in map(MethodSummary.of, result["methods"]):
+        print(f"| {s.method} | {s.accuracy:.3f} | {s.ci95_low:.2f}–{s.ci95_high:.2f} | {cell(s.p_gold, '{:.2f}')} | "
+              f"{cell(s.lift_over_cot, '{:+.2f}')} | {cell(s.lift_positive, '{:.2f}')} | "
+              f"{cell(s.gold_in_context, '{:.2f}')} | {s.seconds_per_q:.1f} |")
     print("Retrieval helps only when the passages separate the options: the context column says how often the "
           "correct option's text was in them, and lift over cot how far they moved the reader's own belief in it "
           f"(log p of the correct option, against no retrieval). Rows: {out}/results.jsonl; tables: summary.md")
