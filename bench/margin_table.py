@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import mannwhitneyu
 
 from hyporag.eval import MEASURES, ResultRow, cell, context_lift, current_rows, method_means, paired_measures
 
@@ -73,12 +74,42 @@ def tables(rows: list[dict], methods: list[str], seed: int = 0) -> str:
               "question.", "", "| method | n | mean lift | share lifted (> 0) |", "|---|---:|---:|---:|"]
     for m, entry in lift.items():
         lines.append(f"| {m} | {entry['n']} | {entry['mean']:+.3f} | {entry['positive']:.2f} |")
+    lines += evidence_lines(rows, lift)
     lines += ["", "Reliability of the reader (all methods' rows): its top option probability against how often that "
               "option was right.", "", "| top probability | rows | mean top probability | accuracy |",
               "|---|---:|---:|---:|"]
     for b in reliability(rows):
         lines.append(f"| {b['bin']} | {b['n']} | {b['p_max']:.3f} | {b['accuracy']:.3f} |")
     return "\n".join(lines) + "\n"
+
+
+def evidence_lines(rows: list[dict], lift: dict[str, dict]) -> list[str]:
+    """Lift split by a judge-free check of the context: is the gold option's text in it (and is a distractor's)?
+    If lift reads the passages' use to the reader, it should be higher where the answer is written in them."""
+    found = {(r["question_id"], r["method"]): r for r in rows}
+    pooled: dict[str, list[float]] = {}
+    lines = ["", "Lift by what the context holds (the option's text, normalised, found in the passages).", "",
+             "| method | context holds | n | mean lift | share lifted (> 0) |", "|---|---|---:|---:|---:|"]
+    for m, entry in lift.items():
+        groups: dict[str, list[float]] = {}
+        for q, value in entry["per_question"].items():
+            row = found[(q, m)]
+            kind = ("the gold option's text" if row.get("gold_in_context") else
+                    "a distractor's text only" if row.get("distractor_in_context") else "no option's text")
+            groups.setdefault(kind, []).append(value)
+        for kind in ("the gold option's text", "a distractor's text only", "no option's text"):
+            values = groups.get(kind, [])
+            pooled.setdefault(kind, []).extend(values)
+            if values:
+                lines.append(f"| {m} | {kind} | {len(values)} | {np.mean(values):+.3f} | "
+                             f"{np.mean([v > 0 for v in values]):.2f} |")
+    with_gold, without = pooled.get("the gold option's text", []), pooled.get("no option's text", [])
+    if len(with_gold) >= 2 and len(without) >= 2:
+        test = mannwhitneyu(with_gold, without, alternative="two-sided")
+        lines += ["", f"Pooled over methods: mean lift {np.mean(with_gold):+.3f} where the gold option's text is in "
+                  f"the context (n {len(with_gold)}) against {np.mean(without):+.3f} where no option's is "
+                  f"(n {len(without)}); Mann-Whitney U p {test.pvalue:.3f}."]
+    return lines
 
 
 def plot(rows: list[dict], path: Path) -> None:
