@@ -36,21 +36,27 @@ def study_identity(method: str, objective: str, metric: str, valset: Sequence, u
     return json.loads(json.dumps(record, sort_keys=True, default=str))
 
 
-def check_study_identity(study, identity: dict[str, Any], where: str) -> None:
+def identity_digest(identity: dict[str, Any]) -> str:
+    """A short name for an identity: studies named by it never meet another identity's trials."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def check_study_identity(study, identity: dict[str, Any], where: str,
+                         remedy: str = "give another --study (TuneSettings.study)") -> None:
     """Record `identity` on a study that has none; refuse a study whose trials were scored under another one."""
     recorded = study.user_attrs.get(IDENTITY_ATTR)
     if recorded is None:
         earlier = study.user_attrs.get("method")  # studies from before the identity recorded their method only
         if earlier and earlier != identity["method"] and study.trials:
             raise ConfigError(f"{where}: study {study.study_name!r} holds trials of {earlier}, not "
-                              f"{identity['method']}; give --study another name (trial values must not mix)")
+                              f"{identity['method']}; {remedy} (trial values must not mix)")
         study.set_user_attr(IDENTITY_ATTR, identity)
         return
     differs = sorted(k for k in recorded.keys() | identity.keys() if recorded.get(k) != identity.get(k))
     if differs:
         shown = ", ".join(f"{k} {_short(recorded.get(k))} then, {_short(identity.get(k))} now" for k in differs[:3])
         raise ConfigError(f"{where}: study {study.study_name!r} holds trials scored with other settings ({shown}); "
-                          "give --study another name (trial values from different settings must not mix)")
+                          f"{remedy} (trial values from different settings must not mix)")
 
 
 def _short(value: Any) -> str:

@@ -20,7 +20,7 @@ from hyporag.jobs.speed import record_run_speed
 from hyporag.optimizers.artifact import frozen_config, load_artifact, save_artifact
 from hyporag.optimizers.compile import compile_program
 from hyporag.optimizers.fit import FitState
-from hyporag.optimizers.study_identity import check_study_identity, study_identity
+from hyporag.optimizers.study_identity import check_study_identity, identity_digest, study_identity
 from hyporag.optimizers.study_storage import study_location
 from hyporag.optimizers.tune import best_program, open_study, run_study, variant
 from hyporag.programs.config import ProgramConfig
@@ -70,13 +70,14 @@ def open_retriever(run: RunConfig, needed: bool, opened: dict) -> dict:
 def tune_numbers(fit: FitContext) -> dict:
     """The Optuna study on validation: trial 0 the untuned program, the best trial saved as the tuned stage."""
     settings, run = fit.settings, fit.run
-    # in the fit's own journal the study is "fit"; in a shared database each fit and candidate has its own
-    name = f"fit-{fit.state.plan.fingerprint()}-{fit.untuned.method}" if settings.storage else "fit"
-    study = open_study(name, settings.storage or str(fit.out / "study.journal"), run.data.seed, fit.out)
     modes = tune_modes(fit.untuned, settings.modes)
-    check_study_identity(study, study_identity(fit.untuned.method, fit.state.plan.objective, fit.state.plan.metric,
-                                               fit.val, fit.untuned_config.to_dict(), modes, fit.roles.specs()),
-                         study_location(study, settings.storage))
+    identity = study_identity(fit.untuned.method, fit.state.plan.objective, fit.state.plan.metric, fit.val,
+                              fit.untuned_config.to_dict(), modes, fit.roles.specs())
+    # in the fit's own journal the study is "fit"; in a shared database it is named by what its values mean, so
+    # each fit and candidate has its own and a re-run of the same fit resumes it
+    name = f"fit-{fit.untuned.method}-{identity_digest(identity)}" if settings.storage else "fit"
+    study = open_study(name, settings.storage or str(fit.out / "study.journal"), run.data.seed, fit.out)
+    check_study_identity(study, identity, study_location(study, settings.storage), remedy="give the fit another --out")
     run_study(study, fit.untuned_config, lambda c: variant(fit.untuned, fit.roles, c), fit.val, fit.objective, modes,
               settings.trials, threads=run.control.threads, log=fit.log,
               default_mode=getattr(fit.retriever, "mode", None))

@@ -146,3 +146,21 @@ def test_the_time_estimate_uses_the_speed_measured_at_the_fits_budget(tmp_path, 
     for _ in range(30):  # the record follows the current speed: old calls fade past KEEP_CALLS
         record_speed(roles, {"methods": [{"n": 10, "calls_per_q": 1, "seconds_per_q": 5.0}]}, 4)
     assert seconds_per_call(roles, 4)[0] < 6.0
+
+
+def test_candidates_sharing_one_storage_each_get_their_own_study(tmp_path):
+    """Two candidates (and two fits) in one shared storage never tune in one study: each is named by what its
+    trial values mean, so a candidate's best trial is its own."""
+    import optuna
+
+    shared = tmp_path / "shared.journal"
+    settings, run = project(tmp_path, 12, methods=("rag", "chr"), storage=str(shared))
+    fit(settings, run, LMRoles.from_lms(SharedDummyLM(replies())))
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(shared)))
+    names = sorted(s.study_name for s in optuna.get_all_study_summaries(storage))
+    assert [n.rsplit("-", 1)[0] for n in names] == ["fit-chr", "fit-rag"]
+    chr_study, rag_study = (optuna.load_study(study_name=n, storage=storage) for n in names)
+    assert chr_study.user_attrs["hyporag_identity"]["method"] == "chr"
+    assert rag_study.user_attrs["hyporag_identity"]["method"] == "rag"
+    assert all("schedule" in t.params for t in chr_study.trials)  # chr's search space only
+    assert not any("schedule" in t.params for t in rag_study.trials)
