@@ -16,22 +16,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from hyporag.foundation.errors import ConfigError
-from hyporag.questions.records import question_fingerprint
+from hyporag.optimizers.fit import questions_fingerprint
 
 IDENTITY_ATTR = "hyporag_identity"
-
-
-def validation_fingerprint(examples: Sequence) -> str:
-    """The validation questions by id and content, in order: an edited question or gold is another validation set."""
-    joined = "\n".join(f"{e.id}:{question_fingerprint(e)}" for e in examples)
-    return hashlib.sha256(joined.encode()).hexdigest()[:16]
 
 
 def study_identity(method: str, objective: str, metric: str, valset: Sequence, untuned: dict[str, Any],
                    modes: Sequence[str], lms: dict[str, Any]) -> dict[str, Any]:
     """The settings every trial value of a study depends on (JSON-shaped, as the storage returns it)."""
     record = {"method": method, "objective": objective, "metric": metric,
-              "validation": validation_fingerprint(valset), "validation_questions": len(valset),
+              "validation": questions_fingerprint(valset), "validation_questions": len(valset),
               "modes": list(modes), "lms": lms, **{f"setting {k}": v for k, v in untuned.items()}}
     return json.loads(json.dumps(record, sort_keys=True, default=str))
 

@@ -71,7 +71,6 @@ def _tune(settings: TuneSettings, run: RunConfig, roles, program, examples) -> T
     check_study_identity(study, study_identity(probe.method, settings.objective, settings.metric, val,
                                                probe.config.to_dict(), modes, roles.specs()),
                          study_location(study, settings.storage))
-    study.set_user_attr("method", probe.method)
     meter = CostMeter()
     with meter.step("tune"):
         failed = run_study(study, probe.config, lambda c: variant(probe, roles, c), val, metric, modes,
