@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from hyporag.foundation.errors import ConfigError
 from hyporag.foundation.processes import pid_alive
 from hyporag.foundation.redact import redact_url
 
@@ -31,18 +32,29 @@ def _journal(path: Path):
     return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
 
 
-def open_study(name: str, storage: str | None, seed: int, directory: Path, heartbeat: int = HEARTBEAT_SECONDS):
-    """Create or load the study; the sampler is seeded, the pruner stops trials below the running median."""
+def open_study(name: str, storage: str | None, seed: int, directory: Path, heartbeat: int = HEARTBEAT_SECONDS,
+               create: bool = True):
+    """Create or load the study; the sampler is seeded, the pruner stops trials below the running median. With
+    `create=False` (reading a study back) a study that does not exist is an error, not a new empty one."""
     import optuna
     from optuna.storages import RetryHeartbeatStaleTrialCallback
 
-    if storage and "://" in storage:
+    journal = None if storage and "://" in storage else (
+        Path(storage) if storage and storage.strip() else directory / f"{name}.journal")
+    if not create and journal is not None and not journal.is_file():
+        raise ConfigError(f"no study journal at {journal}: give the --storage the study ran with")
+    if journal is None:
         with quiet_optuna():
             backend = optuna.storages.RDBStorage(
                 storage, heartbeat_interval=heartbeat, grace_period=3 * heartbeat,
                 heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1))
     else:
-        backend = _journal(Path(storage) if storage and storage.strip() else directory / f"{name}.journal")
+        backend = _journal(journal)
+    if not create:
+        names = optuna.get_all_study_names(backend)
+        if name not in names:
+            where = journal or redact_url(storage)
+            raise ConfigError(f"no study named {name!r} in {where} (it holds: {', '.join(sorted(names)) or 'none'})")
     study = optuna.create_study(study_name=name, storage=backend, load_if_exists=True, direction="maximize",
                                 sampler=optuna.samplers.TPESampler(seed=seed),
                                 pruner=optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1))

@@ -95,5 +95,6 @@ def study_summary(settings: TuneSettings, run: RunConfig | None = None) -> list[
     """The study's best trials (and its history/importance PNGs under runs/studies/), without running any."""
 
     run = run or RunConfig()
-    study = open_study(settings.study, settings.storage, run.data.seed, STUDIES, heartbeat=settings.heartbeat)
+    study = open_study(settings.study, settings.storage, run.data.seed, STUDIES, heartbeat=settings.heartbeat,
+                       create=False)
     return study_report(study, STUDIES)

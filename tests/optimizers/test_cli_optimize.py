@@ -59,6 +59,15 @@ def test_compile_freeze_eval_and_tune(server, tmp_path, tiny_corpus_dir, tiny_qu
     assert "method chr then, hcqr now" in capsys.readouterr().err
     assert len(optuna.load_study(study_name="t1", storage=optuna.storages.JournalStorage(
         optuna.storages.journal.JournalFileBackend(str(tmp_path / "t1.journal")))).trials) == 3  # none added
+    # --report reads a study back: it lists the trials, and a wrong name or journal is an error, never a new study
+    capsys.readouterr()
+    assert main(["tune", "--study", "t1", "--report", *journal]) == 0
+    assert capsys.readouterr().out.count("trial ") == 3
+    assert main(["tune", "--study", "t2", "--report", *journal]) == 2
+    err = capsys.readouterr().err
+    assert "no study named 't2'" in err and "it holds: t1" in err and len(err.strip().splitlines()) == 1
+    assert main(["tune", "--study", "t1", "--report", "--storage", str(tmp_path / "missing.journal")]) == 2
+    assert "no study journal at" in capsys.readouterr().err and not (tmp_path / "missing.journal").exists()
 
 
 def test_compile_refuses_a_test_split(server, tmp_path, tiny_corpus_dir, capsys):
