@@ -67,29 +67,33 @@ class TrialFailed(Exception):
 
 
 
-def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1, report_every: int = 5) -> float:
+def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1, report_every: int = 5,
+                progress: bool = False) -> float:
     """Mean metric over `valset`, run `report_every` questions at a time (in `threads`) so the pruner can stop a
     hopeless trial between chunks. Errors score 0 and are counted in the trial's `errors` attribute."""
     import optuna
-
+    from tqdm import tqdm
 
     total, errors, done, correct, beliefs = 0.0, [], 0, 0, []
-    for start in range(0, len(valset), report_every):
-        for row in evaluate({"trial": program}, valset[start:start + report_every], threads, metric=metric):
-            total += row["score"]
-            done += 1
-            correct += bool(row.get("correct"))
-            if row.get("log_p_gold") is not None:
-                beliefs.append(max(row["log_p_gold"], LOG_P_FLOOR))
-            if row["error"]:
-                errors.append(row["error"])
-        trial.set_user_attr("errors", len(errors))
-        if errors and len(errors) == done:
-            trial.set_user_attr("error", errors[0])
-        if done < len(valset):
-            trial.report(total / done, step=done)
-            if trial.should_prune():
-                raise optuna.TrialPruned()
+    with tqdm(total=len(valset), desc=f"trial {trial.number}", unit="answer", leave=False,
+              disable=not progress) as bar:
+        for start in range(0, len(valset), report_every):
+            for row in evaluate({"trial": program}, valset[start:start + report_every], threads, metric=metric,
+                                sink=lambda _: bar.update(1)):
+                total += row["score"]
+                done += 1
+                correct += bool(row.get("correct"))
+                if row.get("log_p_gold") is not None:
+                    beliefs.append(max(row["log_p_gold"], LOG_P_FLOOR))
+                if row["error"]:
+                    errors.append(row["error"])
+            trial.set_user_attr("errors", len(errors))
+            if errors and len(errors) == done:
+                trial.set_user_attr("error", errors[0])
+            if done < len(valset):
+                trial.report(total / done, step=done)
+                if trial.should_prune():
+                    raise optuna.TrialPruned()
     if errors and len(errors) == len(valset):
         raise TrialFailed(f"trial {trial.number}: all {len(valset)} questions errored; first: {errors[0]}")
     # whatever the objective, each trial keeps its accuracy and the reader's belief: a study reads under any of them
@@ -101,7 +105,7 @@ def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1
 
 def run_study(study, base: ProgramConfig, make: Callable[[ProgramConfig], Callable], valset: list, metric,
               modes: list[str], trials: int, threads: int = 1, report_every: int = 5, log=print,
-              default_mode: str | None = None, poll_seconds: float = 1.0) -> int:
+              default_mode: str | None = None, poll_seconds: float = 1.0, progress: bool = False) -> int:
     """Run trials until the study holds `trials` finished ones; returns how many failed in this worker.
 
     Several workers may run this on one study at once: each claims a trial only while finished + running trials
@@ -133,7 +137,8 @@ def run_study(study, base: ProgramConfig, make: Callable[[ProgramConfig], Callab
         trial.set_user_attr("worker", worker_id())
         with heartbeat(study, trial):
             try:
-                value = score_trial(make(base.suggest(trial, modes)), valset, metric, trial, threads, report_every)
+                value = score_trial(make(base.suggest(trial, modes)), valset, metric, trial, threads, report_every,
+                                    progress)
             except optuna.TrialPruned:
                 study.tell(trial, state=TrialState.PRUNED)
                 continue

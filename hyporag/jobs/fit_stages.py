@@ -80,7 +80,7 @@ def tune_numbers(fit: FitContext) -> dict:
     check_study_identity(study, identity, study_location(study, settings.storage), remedy="give the fit another --out")
     run_study(study, fit.untuned_config, lambda c: variant(fit.untuned, fit.roles, c), fit.val, fit.objective, modes,
               settings.trials, threads=run.control.threads, log=fit.log,
-              default_mode=getattr(fit.retriever, "mode", None))
+              default_mode=getattr(fit.retriever, "mode", None), progress=True)
     best, program = best_program(study, fit.untuned, fit.roles, modes)
     save_artifact(fit.tuned_dir, program, fit.retriever, fit.roles.specs(), {"optimizer": {"name": "optuna-tpe"}})
     finished = sum(t.state.name == "COMPLETE" for t in study.trials)

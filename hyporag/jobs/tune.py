@@ -75,7 +75,7 @@ def _tune(settings: TuneSettings, run: RunConfig, roles, program, examples) -> T
     with meter.step("tune"):
         failed = run_study(study, probe.config, lambda c: variant(probe, roles, c), val, metric, modes,
                            settings.trials, threads=run.control.threads, log=lambda m: print(m, file=sys.stderr),
-                           default_mode=getattr(probe.retriever, "mode", None))
+                           default_mode=getattr(probe.retriever, "mode", None), progress=True)
     cost = meter.roles["tune"]
     best, tuned = best_program(study, probe, roles, modes)
     if settings.out:

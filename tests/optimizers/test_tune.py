@@ -24,11 +24,15 @@ def factory(retriever):
     return lambda config: make_program("chr", retriever=retriever, roles=roles, config=config)
 
 
-def test_study_runs_resumes_and_reports(tiny_retriever, tiny_questions, tmp_path):
+def test_study_runs_resumes_and_reports(tiny_retriever, tiny_questions, tmp_path, capsys):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study("chr-test", None, seed=3, directory=tmp_path)
-    run_study(study, CHR2, factory(tiny_retriever), tiny_questions, accuracy, ["bm25", "dense"], trials=2)
+    run_study(study, CHR2, factory(tiny_retriever), tiny_questions, accuracy, ["bm25", "dense"], trials=2,
+              progress=True)
     assert len(study.trials) == 2 and all(t.state == TrialState.COMPLETE for t in study.trials)
+    shown = capsys.readouterr()  # a bar per trial while it runs (minutes each on a CPU model), then its value
+    assert all(f"trial {n}:   0%|          | 0/{len(tiny_questions)}" in shown.err for n in (0, 1))
+    assert "trial 1: " in shown.out
 
     # A worker killed mid-trial leaves a RUNNING trial behind; the next run fails it and re-queues its params.
     reopened = open_study("chr-test", None, seed=3, directory=tmp_path)
