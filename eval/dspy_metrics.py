@@ -93,5 +93,11 @@ def objective_metric(objective: str, metric: Callable) -> Callable:
             return 0.0 if measures["margin"] is None else 1.0 / (1.0 + math.exp(-measures["margin"]))
         return metric(example, prediction) + TIE_BREAK * scaled(measures["log_p_gold"])
 
+    def tie_break(log_p_gold: float | None) -> float:
+        """The continuous part of an `accuracy` score: a pruner comparing unfinished trials leaves it out, so a
+        trial that ties the others on accuracy after a few questions is not stopped by a hair of belief."""
+        return TIE_BREAK * scaled(log_p_gold) if objective == "accuracy" else 0.0
+
     score.objective = objective  # type: ignore[attr-defined]
+    score.tie_break = tie_break  # type: ignore[attr-defined]
     return score

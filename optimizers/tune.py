@@ -70,17 +70,21 @@ class TrialFailed(Exception):
 def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1, report_every: int = 5,
                 progress: bool = False) -> float:
     """Mean metric over `valset`, run `report_every` questions at a time (in `threads`) so the pruner can stop a
-    hopeless trial between chunks. Errors score 0 and are counted in the trial's `errors` attribute."""
+    hopeless trial between chunks; it sees the score without accuracy's tie-break, which is for choosing among
+    finished trials. Errors score 0 and are counted in the trial's `errors` attribute."""
     import optuna
     from tqdm import tqdm
 
     total, errors, done, correct, beliefs = 0.0, [], 0, 0, []
+    tie_break = getattr(metric, "tie_break", lambda _: 0.0)
+    primary = 0.0  # the score without accuracy's tie-break: what the pruner compares
     with tqdm(total=len(valset), desc=f"trial {trial.number}", unit="answer", leave=False,
               disable=not progress) as bar:
         for start in range(0, len(valset), report_every):
             for row in evaluate({"trial": program}, valset[start:start + report_every], threads, metric=metric,
                                 sink=lambda _: bar.update(1)):
                 total += row["score"]
+                primary += row["score"] - tie_break(row.get("log_p_gold"))
                 done += 1
                 correct += bool(row.get("correct"))
                 if row.get("log_p_gold") is not None:
@@ -91,7 +95,7 @@ def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1
             if errors and len(errors) == done:
                 trial.set_user_attr("error", errors[0])
             if done < len(valset):
-                trial.report(total / done, step=done)
+                trial.report(round(primary / done, 9), step=done)
                 if trial.should_prune():
                     raise optuna.TrialPruned()
     if errors and len(errors) == len(valset):

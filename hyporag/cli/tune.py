@@ -31,7 +31,12 @@ def run(args: argparse.Namespace) -> int:
     if result.failed:
         print(f"{result.failed} trial(s) failed with every question erroring (their first error is shown above)",
               file=sys.stderr)
-    print(f"best trial {result.best_trial}: {settings.metric} {result.best_value:.3f} with {result.best_params}; "
+    accuracy = next((h["accuracy"] for h in result.history if h["number"] == result.best_trial), None)
+    value = f"{settings.metric} {result.best_value:.3f}"
+    if settings.objective != "accuracy":  # the value is on the objective's own 0–1 scale, not an accuracy
+        value = f"{settings.objective} {result.best_value:.3f} (scaled 0–1" + (
+            f"; accuracy {accuracy:.3f})" if accuracy is not None else ")")
+    print(f"best trial {result.best_trial}: {value} with {result.best_params}; "
           f"this run {result.seconds:.0f} s, {result.lm_calls} LM calls (cache hits not counted)")
     if result.artifact:
         print(f"frozen best trial to {result.artifact}")

@@ -37,7 +37,7 @@ class TuneResult:
     lm_calls: int
     program: Any
     artifact: Path | None
-    history: list[dict[str, Any]] = field(default_factory=list)  # every trial: number, params, value, state
+    history: list[dict[str, Any]] = field(default_factory=list)  # every trial: number, params, value, state, accuracy
 
 
 def tune(settings: TuneSettings, run: RunConfig | None = None, roles=None, program=None,
@@ -87,8 +87,8 @@ def _tune(settings: TuneSettings, run: RunConfig, roles, program, examples) -> T
             "cost": {"seconds": round(cost["seconds"], 1), "lm_calls": int(cost["calls"])}})
     return TuneResult(best.value, best.params, best.number, len(study.trials), failed, cost["seconds"],
                       int(cost["calls"]), tuned, Path(settings.out) if settings.out else None,
-                      [{"number": t.number, "params": t.params, "value": t.value, "state": t.state.name}
-                       for t in study.trials])
+                      [{"number": t.number, "params": t.params, "value": t.value, "state": t.state.name,
+                        "accuracy": t.user_attrs.get("accuracy")} for t in study.trials])
 
 
 def study_summary(settings: TuneSettings, run: RunConfig | None = None) -> list[dict[str, Any]]:

@@ -59,6 +59,11 @@ def test_compile_freeze_eval_and_tune(server, tmp_path, tiny_corpus_dir, tiny_qu
     assert "method chr then, hcqr now" in capsys.readouterr().err
     assert len(optuna.load_study(study_name="t1", storage=optuna.storages.JournalStorage(
         optuna.storages.journal.JournalFileBackend(str(tmp_path / "t1.journal")))).trials) == 3  # none added
+    # another objective's value is on its own scale: said so, beside the trial's accuracy
+    capsys.readouterr()
+    assert main(["tune", "--method", "chr", "--study", "t3", "--trials", "1", "--dataset", dataset,
+                 "--objective", "log-p-gold", "--storage", str(tmp_path / "t3.journal"), *args]) == 0
+    assert "best trial 0: log-p-gold 0.000 (scaled 0–1; accuracy " in capsys.readouterr().out
     # --report reads a study back: it lists the trials, and a wrong name or journal is an error, never a new study
     capsys.readouterr()
     assert main(["tune", "--study", "t1", "--report", *journal]) == 0

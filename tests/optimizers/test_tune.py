@@ -7,8 +7,9 @@ import pytest
 from dspy.utils import DummyLM
 from optuna.trial import TrialState
 
-from hyporag.eval.dspy_metrics import accuracy
-from hyporag.optimizers.tune import open_study, recover_stale_trials, run_study, study_report
+from hyporag.eval.dspy_metrics import accuracy, objective_metric
+from hyporag.optimizers import tune as tune_module
+from hyporag.optimizers.tune import open_study, recover_stale_trials, run_study, score_trial, study_report
 from hyporag.programs import make_program
 from hyporag.programs.chr import CHRConfig
 from tests.conftest import chr_replies, dummy_roles
@@ -128,3 +129,41 @@ def test_a_study_keeps_what_its_trial_values_mean_and_refuses_to_mix(tiny_questi
     older.add_trial(optuna.trial.create_trial(value=0.5))
     with pytest.raises(ConfigError, match="holds trials of hcqr, not chr"):
         check_study_identity(older, mine, "mem")
+
+
+class RecordingTrial:
+    """What score_trial tells Optuna: the values the pruner compares, and the attributes it keeps."""
+
+    number = 0
+
+    def __init__(self) -> None:
+        self.reported: list[float] = []
+        self.attrs: dict = {}
+
+    def report(self, value: float, step: int) -> None:
+        self.reported.append(value)
+
+    def should_prune(self) -> bool:
+        return False
+
+    def set_user_attr(self, key: str, value) -> None:
+        self.attrs[key] = value
+
+
+def test_the_pruner_compares_accuracy_without_its_tie_break(monkeypatch, tiny_questions):
+    """Two trials right on the same questions but with another belief in the gold option report the same values
+    to the pruner (it would otherwise stop the one a hair less sure after 5 questions); their final values differ."""
+    metric = objective_metric("accuracy", accuracy)
+    finals, reports = [], []
+    for belief in (-0.5, -2.0):
+        rows = [{"score": float(i % 2 == 0) + metric.tie_break(belief), "correct": i % 2 == 0, "log_p_gold": belief,
+                 "error": None} for i in range(len(tiny_questions))]
+        monkeypatch.setattr(tune_module, "evaluate", lambda programs, chunk, threads, metric, sink, rows=rows:
+                            [rows.pop(0) for _ in chunk])
+        trial = RecordingTrial()
+        finals.append(score_trial(None, tiny_questions, metric, trial, report_every=1))
+        reports.append(trial.reported)
+    assert reports[0] == reports[1] == [1.0, 0.5]
+    assert finals[0] > finals[1] and abs(finals[0] - finals[1]) < 1e-3
+    # under log-p-gold the belief is the objective itself, so the pruner sees it
+    assert objective_metric("log-p-gold", accuracy).tie_break(-0.5) == 0.0
