@@ -64,10 +64,18 @@ def main() -> None:
     print("| study | finished trials | tied for best: accuracy | accuracy + log p tie-break | log p(gold) alone |")
     print("|---|---:|---:|---:|---:|")
     for journal in args.journals:
-        study = optuna.load_study(study_name=args.study, storage=JournalStorage(JournalFileBackend(str(journal))))
+        if not journal.is_file():
+            raise SystemExit(f"{journal}: no such study journal")
+        storage = JournalStorage(JournalFileBackend(str(journal)))
+        names = optuna.get_all_study_names(storage)
+        if args.study not in names:
+            raise SystemExit(f"{journal}: no study named {args.study!r} (it holds: {', '.join(sorted(names))}); "
+                             "give --study")
+        study = optuna.load_study(study_name=args.study, storage=storage)
         scores = trial_scores(study, journal, args.questions)
         tied = rankings(scores)
-        print(f"| {journal.parent.name} | {len(scores)} | {tied['accuracy']} | {tied['accuracy + log p tie-break']} | "
+        label = journal.parent.name if journal.stem == "study" else journal.stem  # fit's candidates: the folder
+        print(f"| {label} | {len(scores)} | {tied['accuracy']} | {tied['accuracy + log p tie-break']} | "
               f"{tied['log p(gold)']} |")
 
 
