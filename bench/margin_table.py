@@ -4,6 +4,7 @@ power would need), context lift over cot, and a reliability table (+ PNG) of the
 
 Only questions every method finished are used, so every comparison is paired.
     .venv/bin/python bench/margin_table.py runs/margin-mmlu [--png docs/margin-reliability.png]
+        [--against runs/other --labels paper,fast]
 """
 
 from __future__ import annotations
@@ -112,6 +113,37 @@ def evidence_lines(rows: list[dict], lift: dict[str, dict]) -> list[str]:
     return lines
 
 
+def against_lines(rows: list[dict], other: list[dict], label: str, other_label: str, seed: int = 0) -> list[str]:
+    """Each method of this run against the same method of another run (another protocol, model or budget) on the
+    questions both answered: does the change move accuracy, the reader's belief, or how sure it is?"""
+    lines = ["", f"Each method, {label} against {other_label}, on the questions both runs answered (difference "
+             f"{label} − {other_label}; paired bootstrap 95% interval; McNemar exact p for accuracy, Wilcoxon "
+             "otherwise).", "",
+             f"| method | n | complete distributions ({label} / {other_label}) | mean top probability | accuracy | "
+             "log p_gold (clipped) | margin |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for m in sorted({r["method"] for r in rows} & {r["method"] for r in other}):
+        shared = {r["question_id"] for r in rows if r["method"] == m} & {r["question_id"] for r in other
+                                                                         if r["method"] == m}
+        mine = [{**r, "method": label} for r in rows if r["method"] == m and r["question_id"] in shared]
+        theirs = [{**r, "method": other_label} for r in other if r["method"] == m and r["question_id"] in shared]
+        if not shared:
+            continue
+        entry = paired_measures(mine + theirs, other_label, seed).get(label)
+        complete = [sum(ResultRow.of(r).option_logprob_status == "ok" for r in side) for side in (mine, theirs)]
+        p_max = [np.mean([math.exp(max(t.option_logprobs.values())) for t in map(ResultRow.of, side)
+                          if t.option_logprob_status == "ok"] or [np.nan]) for side in (mine, theirs)]
+        acc = entry["accuracy"]
+        lines.append(f"| {m} | {len(shared)} | {complete[0]} / {complete[1]} | {p_max[0]:.3f} / {p_max[1]:.3f} | "
+                     f"{acc['mean']:+.3f}, p {cell(acc['mcnemar_p'])} | {interval(entry['log_p_gold_clipped'])} | "
+                     f"{interval(entry['margin'])} |")
+    return lines
+
+
+def interval(s: dict) -> str:
+    return (f"{s['mean']:+.3f} ({s['ci95_low']:+.3f}–{s['ci95_high']:+.3f}), p {cell(s['wilcoxon_p'])}"
+            if s["mean"] is not None else "–")
+
+
 def plot(rows: list[dict], path: Path) -> None:
     import matplotlib
 
@@ -135,9 +167,15 @@ def main() -> None:
     parser.add_argument("run")
     parser.add_argument("--png")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--against", metavar="RUN", help="another run of the same methods (e.g. the other protocol): "
+                        "each method compared with itself there, on the questions both answered")
+    parser.add_argument("--labels", default="this run,other run", help="names of the two runs in that table")
     args = parser.parse_args()
     rows, methods = complete_rows(Path(args.run))
     print(tables(rows, methods, args.seed))
+    if args.against:
+        label, other_label = args.labels.split(",", 1)
+        print("\n".join(against_lines(rows, current_rows(Path(args.against))[1], label, other_label, args.seed)))
     if args.png:
         plot(rows, Path(args.png))
 
