@@ -28,15 +28,20 @@ def complete_rows(run: Path) -> tuple[list[dict], list[str]]:
     return [r for r in rows if r["question_id"] in keep], methods
 
 
+def top_probability(row: ResultRow) -> float:
+    """The reader's probability for the option it ranked first (rows with a complete distribution)."""
+    return math.exp(max(row.option_logprobs.values()))
+
+
 def reliability(rows: list[dict], bins: tuple[float, ...] = (0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0001)) -> list[dict]:
     """Rows with probabilities binned by the reader's top probability: mean top probability against accuracy."""
     typed = [r for r in map(ResultRow.of, rows) if r.option_logprob_status == "ok" and not r.error]
     out = []
     for low, high in zip(bins, bins[1:], strict=False):
-        inside = [r for r in typed if low <= math.exp(max(r.option_logprobs.values())) < high]
+        inside = [r for r in typed if low <= top_probability(r) < high]
         if inside:
             out.append({"bin": f"{low:.1f}–{min(high, 1):.1f}", "n": len(inside),
-                        "p_max": float(np.mean([math.exp(max(r.option_logprobs.values())) for r in inside])),
+                        "p_max": float(np.mean([top_probability(r) for r in inside])),
                         "accuracy": float(np.mean([r.correct for r in inside]))})
     return out
 
@@ -124,16 +129,16 @@ def against_lines(rows: list[dict], other: list[dict], label: str, other_label: 
     for m in sorted({r["method"] for r in rows} & {r["method"] for r in other}):
         shared = {r["question_id"] for r in rows if r["method"] == m} & {r["question_id"] for r in other
                                                                          if r["method"] == m}
-        mine = [{**r, "method": label} for r in rows if r["method"] == m and r["question_id"] in shared]
-        theirs = [{**r, "method": other_label} for r in other if r["method"] == m and r["question_id"] in shared]
         if not shared:
             continue
+        mine = [{**r, "method": label} for r in rows if r["method"] == m and r["question_id"] in shared]
+        theirs = [{**r, "method": other_label} for r in other if r["method"] == m and r["question_id"] in shared]
         entry = paired_measures(mine + theirs, other_label, seed).get(label)
-        complete = [sum(ResultRow.of(r).option_logprob_status == "ok" for r in side) for side in (mine, theirs)]
-        p_max = [np.mean([math.exp(max(t.option_logprobs.values())) for t in map(ResultRow.of, side)
-                          if t.option_logprob_status == "ok"] or [np.nan]) for side in (mine, theirs)]
+        complete = [[t for t in map(ResultRow.of, side) if t.option_logprob_status == "ok"] for side in (mine, theirs)]
+        p_max = [np.mean([top_probability(t) for t in side] or [np.nan]) for side in complete]
         acc = entry["accuracy"]
-        lines.append(f"| {m} | {len(shared)} | {complete[0]} / {complete[1]} | {p_max[0]:.3f} / {p_max[1]:.3f} | "
+        lines.append(f"| {m} | {len(shared)} | {len(complete[0])} / {len(complete[1])} | "
+                     f"{p_max[0]:.3f} / {p_max[1]:.3f} | "
                      f"{acc['mean']:+.3f}, p {cell(acc['mcnemar_p'])} | {interval(entry['log_p_gold_clipped'])} | "
                      f"{interval(entry['margin'])} |")
     return lines

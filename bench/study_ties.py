@@ -20,7 +20,7 @@ import optuna
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
-TIE_BREAK = 1e-3  # hyporag.eval.dspy_metrics.TIE_BREAK
+from hyporag.eval import TIE_BREAK
 
 
 def decoded(values: list[float], n: int) -> list[tuple[float, float]]:

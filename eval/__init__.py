@@ -31,6 +31,7 @@ _EXPORTS = {
     "paired_measures": "hyporag.eval.decision",
     "context_lift": "hyporag.eval.decision",
     "questions_for_power": "hyporag.eval.decision",
+    "TIE_BREAK": "hyporag.eval.dspy_metrics",
     "report_from_dir": "hyporag.eval.report",
     "write_view": "hyporag.eval.viewer",
     "serve_view": "hyporag.eval.viewer",
