@@ -23,14 +23,23 @@ POWER = 0.8
 ALPHA = 0.05
 
 
+def complete(row: ResultRow) -> bool:
+    """Whether the row holds the reader's whole distribution over the options, undamaged (eval.belief)."""
+    return row.option_logprob_status == "ok" and bool(row.option_logprobs) and not row.damaged_distribution
+
+
+def status_of(row: ResultRow) -> str:
+    return "damaged" if row.damaged_distribution else row.option_logprob_status or "none"
+
+
 def _brier(row: ResultRow) -> float | None:
-    if row.option_logprob_status != "ok" or not row.option_logprobs:
+    if not complete(row):
         return None
     return sum((math.exp(v) - (k == row.gold)) ** 2 for k, v in row.option_logprobs.items())
 
 
 def _rank(row: ResultRow) -> float | None:
-    if row.option_logprob_status != "ok" or not row.option_logprobs or row.gold not in row.option_logprobs:
+    if not complete(row) or row.gold not in row.option_logprobs:
         return None
     return float(1 + sum(v > row.option_logprobs[row.gold] for v in row.option_logprobs.values()))
 
@@ -57,7 +66,7 @@ def method_means(rows: list[dict]) -> dict[str, dict]:
     for method, qs in _by_method(rows).items():
         statuses: dict[str, int] = {}
         for r in qs.values():
-            statuses[r.option_logprob_status or "none"] = statuses.get(r.option_logprob_status or "none", 0) + 1
+            statuses[status_of(r)] = statuses.get(status_of(r), 0) + 1
         means = {}
         for name, (value, _) in MEASURES.items():
             known = [v for r in qs.values() if (v := value(r)) is not None]

@@ -11,10 +11,10 @@ from collections.abc import Callable
 
 import dspy
 
+from hyporag.eval.belief import decision_measures
 from hyporag.eval.decision import LOG_P_FLOOR  # the optimisers clip log p(gold) where the reports do
 from hyporag.foundation.errors import ConfigError
 from hyporag.foundation.judge_labels import DECISION_USEFUL
-from hyporag.lm.option_probs import decision_measures
 
 METRICS = ("accuracy", "dur", "combined")
 OBJECTIVES = ("accuracy", "log-p-gold", "margin")

@@ -19,16 +19,16 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import LMAuthError, LMTransportError
 
+from hyporag.eval.belief import decision_measures
 from hyporag.eval.evidence import option_evidence
 from hyporag.eval.parallel import run_parallel
-from hyporag.eval.report import write_report
+from hyporag.eval.report import report_from_dir
 from hyporag.eval.results_store import ResultsStore
 from hyporag.eval.row import ResultRow, processed_of
 from hyporag.eval.run_questions import question_record, write_questions
 from hyporag.eval.viewer import write_view
 from hyporag.foundation.errors import BackendError, HyporagError, RunFailedError
 from hyporag.lm.client import explain_lm_error
-from hyporag.lm.option_probs import decision_measures
 from hyporag.questions.records import question_fingerprint
 
 
@@ -161,9 +161,11 @@ def run_evaluation(programs: dict[str, Callable], examples: Sequence[dspy.Exampl
                  debug=debug)
         rows = [r for r in store.latest() if r["method"] in programs
                 and r.get("question_fingerprint") == fingerprints.get(r["question_id"])]
-        report = write_report(rows, settings, list(programs), out_dir)
-        questions = {e.id: {"question": e.question, "options": dict(e.options)} for e in examples}
-        report["view"] = str(write_view([out_dir], questions=questions))
+    # the report and page are drawn from the run record, as `hyporag report` draws them: every method the directory
+    # holds (one added to an earlier run is compared with the earlier ones), on the questions they all finished
+    report = report_from_dir(out_dir)
+    questions = {e.id: {"question": e.question, "options": dict(e.options)} for e in examples}
+    report["view"] = str(write_view([out_dir], questions=questions))
     refuse_all_errored(rows, out_dir)
     return report
 

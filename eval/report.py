@@ -30,6 +30,7 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
         lead = (margins.get(m) or {}).get(decision.LEAD) or {}
         mean = means.get(m) or {}
         s.with_probabilities = mean.get("with_probabilities", 0)
+        s.damaged_distributions = (mean.get("statuses") or {}).get("damaged", 0)
         s.log_p_gold, s.p_gold, s.margin = mean.get(decision.LEAD), mean.get("p_gold"), mean.get("margin")
         s.vs_rag_lead_difference, s.vs_rag_lead_p_value = lead.get("mean"), lead.get("wilcoxon_p")
         s.lift_over_cot, s.lift_positive = (lift.get(m) or {}).get("mean"), (lift.get(m) or {}).get("positive")
@@ -146,6 +147,11 @@ def decision_lines(report: dict) -> list[str]:
                      f"{cell(lead.get('wilcoxon_p'))} | {cell(lead.get('n_for_power'), '{:d}')} / "
                      f"{cell(acc.get('n_for_power'), '{:d}')} | {cell(s.lift_over_cot, '{:+.3f}')} | "
                      f"{cell(s.lift_positive, '{:.2f}')} |")
+    damaged = [s for s in summary if s.damaged_distributions]
+    if damaged:
+        lines.append("\nRows whose stored option distribution is not one (a letter missing, a log probability above 0, "
+                     "probabilities not summing to 1), left out of every belief measure: "
+                     + ", ".join(f"{s.method} {s.damaged_distributions}" for s in damaged) + ".")
     if not info.get("lift_over_cot"):
         lines.append("\nLift over cot needs `cot` in the run (the same reader without retrieval).")
     labelled = {m: e["by_label"] for m, e in (info.get("lift_over_cot") or {}).items() if e.get("by_label")}
@@ -250,6 +256,25 @@ def report_from_dir(out_dir: str | Path) -> dict:
     return write_report(rows, settings, methods, Path(out_dir), coverage)
 
 
+def say_distrusted(where: Path | str, rows: list[dict]) -> None:
+    """One stderr line per kind of stored value a reader did not trust: a `correct` flag that disagrees with answer
+    and gold, belief measures that disagree with the row's own distribution, a distribution that is not one."""
+    rescored = sum(bool(r.get("rescored")) for r in rows)
+    if rescored:
+        print(f"{where}: {rescored} row(s) stored a `correct` flag that disagrees with their answer and gold; "
+              "scored from answer and gold", file=sys.stderr)
+    rederived = [r for r in rows if r.get("measures_rederived")]
+    if rederived:
+        print(f"{where}: {len(rederived)} row(s) stored belief measures (log p_gold, p_gold, margin, entropy) that "
+              f"disagree with their own option distribution (first: {rederived[0]['method']} on "
+              f"{rederived[0]['question_id']}); derived from the distribution", file=sys.stderr)
+    damaged = [r for r in rows if r.get("damaged_distribution")]
+    if damaged:
+        print(f"{where}: {len(damaged)} row(s) hold an option distribution that is not one (first: "
+              f"{damaged[0]['method']} on {damaged[0]['question_id']}: {damaged[0]['damaged_distribution']}); "
+              "their belief measures are left out (counted as damaged)", file=sys.stderr)
+
+
 def current_rows(out_dir: str | Path) -> tuple[dict, list[dict], list[str], dict | None]:
     """A results directory's settings, its current rows (a superseded or stale row left out), its methods, and, for
     a partial run, its coverage (with `complete`: the questions every method has finished)."""
@@ -266,10 +291,7 @@ def current_rows(out_dir: str | Path) -> tuple[dict, list[dict], list[str], dict
     if damaged:
         print(f"{rows_path}:{damaged[0][0]}: {len(damaged)} damaged row(s) left out (not a result row, or a field of "
               "the wrong type)", file=sys.stderr)
-    rescored = sum(bool(r.get("rescored")) for r in rows)
-    if rescored:
-        print(f"{rows_path}: {rescored} row(s) stored a `correct` flag that disagrees with their answer and gold; "
-              "scored from answer and gold", file=sys.stderr)
+    say_distrusted(rows_path, rows)
     methods = methods or list(dict.fromkeys(r["method"] for r in rows))
     finished: dict[str, set[str]] = {}
     for r in rows:

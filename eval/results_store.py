@@ -26,6 +26,8 @@ SETTINGS = "run.json"
 LOCK = ".lock"
 OWNER = ".lock.owner"
 RUN_SCHEMA = 2  # run.json's layout (1: before this field, read alike); a newer one is refused, never misread
+# what a run records of the index its methods read: none when they read no passages (cot alone)
+RETRIEVAL_KEYS = ("retriever", "index_fingerprint", "bm25_engine", "bm25_search", "index_dir")
 
 
 def read_run_settings(directory: str | Path) -> dict[str, Any]:
@@ -121,6 +123,9 @@ def with_earlier_methods(path: Path, previous: dict[str, Any], settings: dict[st
     if not earlier:
         return settings
     merged = {**settings, "methods": [*earlier, *settings.get("methods", [])], "program": {**before, **now}}
+    for key in RETRIEVAL_KEYS:  # the index the earlier methods read, when this run's methods read none
+        if merged.get(key) is None and previous.get(key) is not None:
+            merged[key] = previous[key]
     if "effective" in previous or "effective" in settings:
         merged["effective"] = {**(previous.get("effective") or {}), **(settings.get("effective") or {})}
     return merged
@@ -195,7 +200,10 @@ class ResultsStore:
                     previous["bm25_engine"] = None
             if previous is not None and "bm25_search" not in previous and "bm25_search" in self.settings:
                 previous["bm25_search"] = "exact" if previous.get("bm25_engine") else None  # before two-stage
-            changed = [k for k in keys if previous is not None and previous.get(k) != self.settings.get(k)]
+            # a run whose methods read no passages (cot alone) has no retriever: another run may add methods that do
+            unindexed = previous is not None and None in (previous.get("retriever"), self.settings.get("retriever"))
+            changed = [k for k in keys if previous is not None and previous.get(k) != self.settings.get(k)
+                       and not (unindexed and k in RETRIEVAL_KEYS)]
             before, now = (previous or {}).get("lm_identities"), self.settings.get("lm_identities")
             # a pool none of whose servers answers reports nothing to compare: its first call fails the run instead
             differs = [r for r in ("answer", *(now or {})) if _other_model((before or {}).get(r), (now or {}).get(r))]

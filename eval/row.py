@@ -11,6 +11,8 @@ import types
 from dataclasses import dataclass, field, fields
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from hyporag.eval.belief import MEASURES, rederived
+
 
 def processed_of(cost: dict) -> int | None:
     """A cost's processed prompt tokens: 0 when it made no call, None when unknown (rows from before the count)."""
@@ -63,6 +65,10 @@ class ResultRow:
     judge_error: str | None = None
     score: float | None = None  # the metric's value, when a metric ran (compile, tune)
     rescored: bool = False  # its stored `correct` disagreed with answer against gold, and was recomputed
+    # set by readers (eval.belief.rederived), never written: why the stored distribution is not one (its measures
+    # are then None), and whether the stored measures disagreed with the distribution and were derived again
+    damaged_distribution: str | None = None
+    measures_rederived: bool = False
 
     REQUIRED = ("question_id", "method", "answer", "gold", "correct")
 
@@ -124,6 +130,12 @@ def row_problem(row: dict[str, Any]) -> str | None:
 
 
 def rescored(row: dict[str, Any]) -> dict[str, Any]:
-    """The row with `correct` recomputed from its answer and gold: a stored flag is never trusted on its own."""
+    """The row with `correct` recomputed from its answer and gold, and its belief measures derived again from its
+    own option distribution (eval.belief): a stored flag or measure is never trusted on its own."""
     right = not row.get("error") and row.get("answer") is not None and row.get("answer") == row.get("gold")
-    return row if row.get("correct") is right else {**row, "correct": right, "rescored": True}
+    row = row if row.get("correct") is right else {**row, "correct": right, "rescored": True}
+    derived = rederived(row)
+    if derived is not row and any(derived.get(k) != row.get(k) for k in MEASURES) and \
+            not derived.get("damaged_distribution"):
+        derived["measures_rederived"] = True
+    return derived

@@ -32,6 +32,7 @@ class MethodSummary:
     seconds_per_q: float = 0.0
     # filled by the report (eval/report.build_report): None where the run has no such measure
     with_probabilities: int = 0  # rows with the reader's full option distribution
+    damaged_distributions: int = 0  # rows whose stored distribution is not one (eval.belief): left out, said
     log_p_gold: float | None = None  # the lead measure's mean (clipped, eval/decision.LEAD)
     p_gold: float | None = None
     margin: float | None = None

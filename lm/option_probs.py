@@ -70,16 +70,3 @@ def letter_logprobs(logprobs: Any, letters: Sequence[str], chosen: str | None
         return {letter: round(raw[letter], 6) if letter in raw else None for letter in letters}, "partial"
     total = _logsumexp(list(raw.values()))
     return {letter: round(raw[letter] - total, 6) for letter in letters}, "ok"
-
-
-def decision_measures(option_logprobs: dict[str, float | None] | None, status: str | None, gold: str
-                      ) -> dict[str, float | None]:
-    """p_gold, log p_gold, margin (log p_gold − the best other option's) and entropy (nats), from a complete
-    distribution; None for every measure otherwise (a report shows "–", never an estimate)."""
-    if status != "ok" or not option_logprobs or gold not in option_logprobs:
-        return {"log_p_gold": None, "p_gold": None, "margin": None, "entropy": None}
-    gold_lp = option_logprobs[gold]
-    others = [v for k, v in option_logprobs.items() if k != gold]
-    return {"log_p_gold": round(gold_lp, 6), "p_gold": round(math.exp(gold_lp), 6),
-            "margin": round(gold_lp - max(others), 6) if others else None,
-            "entropy": round(-sum(math.exp(v) * v for v in option_logprobs.values()), 6)}

@@ -123,8 +123,8 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
             retriever = build_retriever(run, any(uses))
             programs = {m: build_program(m, run, retriever, roles) for m in run.method_names}
             configs = {m.name: m.config for m in run.methods}
-        if settings.fail_under:
-            refuse_unknown_bars(settings.fail_under, list(programs))
+        if settings.fail_under:  # a bar may name any method the directory will hold: the earlier ones too
+            refuse_unknown_bars(settings.fail_under, list(dict.fromkeys([*_methods_in(out), *programs])))
         planned = len(examples)
         examples, context_check = fit_to_context(examples, where, programs, roles, run)
         if not examples:
@@ -156,6 +156,14 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
     if settings.junit:
         write_junit(settings.junit, report["methods"], settings.fail_under, suite=suite)
     return EvalReport(out, report, size, check_bars(report["methods"], settings.fail_under), endpoints)
+
+
+def _methods_in(out: Path) -> list[str]:
+    """The methods an earlier run left in `out` (none when it holds no run)."""
+    try:
+        return list(read_run_settings(out).get("methods") or [])
+    except (OSError, HyporagError):
+        return []
 
 
 def _recorded_endpoints(out: Path) -> dict:

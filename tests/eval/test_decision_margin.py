@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 import hyporag
 from hyporag.eval import decision
+from hyporag.eval.belief import decision_measures
 from hyporag.eval.report import markdown
 from hyporag.jobs.run_config import RunConfig
-from hyporag.lm.option_probs import decision_measures, letter_logprobs
+from hyporag.lm.option_probs import letter_logprobs
 from hyporag.testing import fake_openai
 
 QUESTIONS = [{"id": f"q{i}", "question": f"Which organ makes hormone {i}?",
