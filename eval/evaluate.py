@@ -62,7 +62,8 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "fallbacks": dict(getattr(prediction, "fallbacks", None) or {}),  # kind -> why (or how often)
         "details": dict(getattr(prediction, "row_fields", None) or {}),  # the program's own fields
         "retrieval_sees_options": getattr(prediction, "retrieval_sees_options", None),
-        "calls": cost.get("calls", 0),
+        "calls": cost.get("calls", 0),  # the question's own: replies served from DSPy's cache included
+        "cache_hits": cost.get("cache_hits", 0),
         "input_tokens": cost.get("input_tokens", 0),
         "output_tokens": cost.get("output_tokens", 0),
         "processed_tokens": processed_of(cost),

@@ -48,7 +48,8 @@ class ResultRow:
     hypothesis: dict | None = None
     hypothesis_option: str | None = None  # the option the hypothesis names (HCQR's letter; CHR's H+ by option text)
     retrieval_sees_options: bool | None = None
-    calls: int = 0
+    calls: int = 0  # every LM call the question took, replies served from DSPy's cache included
+    cache_hits: int = 0  # of those, served from the cache (not paid for by this run)
     input_tokens: int = 0
     output_tokens: int = 0
     processed_tokens: int | None = None  # prompt tokens the backend processed (sent − its cache); None: unreported

@@ -25,7 +25,8 @@ class MethodSummary:
     parse_failures: int = 0
     errors: int = 0
     fallbacks: dict = field(default_factory=dict)  # kind -> rows that took it
-    calls_per_q: float = 0.0
+    calls_per_q: float = 0.0  # the method's own cost: calls served from DSPy's cache count too
+    cache_hits: int = 0  # calls of these rows served from the cache (not paid for when they were answered)
     input_tokens_per_q: float = 0.0
     output_tokens_per_q: float = 0.0
     processed_tokens_per_q: float | None = None  # None: the backend did not report its prompt cache
@@ -86,6 +87,7 @@ def summarize(rows: Iterable[dict]) -> list[MethodSummary]:
             errors=sum(1 for r in items if r.error),
             fallbacks=fallback_counts(items),
             calls_per_q=sum(r.calls for r in items) / n if n else 0.0,
+            cache_hits=sum(r.cache_hits for r in items),
             input_tokens_per_q=sum(r.input_tokens for r in items) / n if n else 0.0,
             output_tokens_per_q=sum(r.output_tokens for r in items) / n if n else 0.0,
             processed_tokens_per_q=_mean_known([r.processed_tokens for r in items]),

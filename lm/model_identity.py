@@ -24,6 +24,7 @@ import dspy
 from dspy.clients.cache import Cache
 
 from hyporag.foundation.redact import basic_auth, split_userinfo
+from hyporag.lm.cost import note_cache_hit
 from hyporag.lm.gguf import MODELS
 
 _IDENTITIES: dict[tuple[str, str], str] = {}  # (model string, api_base) -> identity digest
@@ -128,7 +129,10 @@ class RoutingCache:
         return self._pick(request).cache_key(request, ignored_args_for_cache_key)
 
     def get(self, request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None) -> Any:
-        return self._pick(request).get(request, ignored_args_for_cache_key)
+        found = self._pick(request).get(request, ignored_args_for_cache_key)
+        if found is not None:  # served from the cache: still one of the question's calls (hyporag.lm.cost)
+            note_cache_hit(found)
+        return found
 
     def put(self, request: dict[str, Any], value: Any, *args: Any, **kwargs: Any) -> None:
         return self._pick(request).put(request, value, *args, **kwargs)

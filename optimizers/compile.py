@@ -16,7 +16,7 @@ import dspy
 from hyporag.eval.dspy_metrics import gepa_feedback
 from hyporag.eval.evaluate import evaluate
 from hyporag.foundation.errors import ConfigError
-from hyporag.lm.cost import CostMeter
+from hyporag.lm.cost import CostMeter, live_calls
 
 OPTIMIZERS = ("bootstrap", "bootstrap-rs", "mipro", "gepa")
 
@@ -94,4 +94,4 @@ def compile_program(program, trainset: list, valset: list, optimizer: str, metri
     phases = {role: {k: round(v, 1) if k == "seconds" else int(v) for k, v in cost.items()}
               for role, cost in meter.roles.items()}
     return CompileResult(compiled, before, after, time.perf_counter() - started,
-                         int(meter.roles.get("optimizer", {}).get("calls", 0)), settings, phases)
+                         live_calls(meter.roles.get("optimizer", {})), settings, phases)

@@ -13,13 +13,13 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hyporag.foundation.atomic import write_json_atomic
 from hyporag.foundation.errors import HyporagError
-from hyporag.lm.cost import CostMeter
+from hyporag.lm.cost import CostMeter, live_calls
 from hyporag.questions.records import question_fingerprint
 
 STAGES = ("index", "split", "tune", "compile", "freeze", "evaluate", "report")
@@ -74,6 +74,28 @@ def three_way_split(examples: list, fractions: tuple[float, float, float], seed:
     return {"train": order[:n_train], "val": order[n_train:n_train + n_val], "heldout": order[n_train + n_val:]}
 
 
+class FitStopped(Exception):
+    """`--max-minutes` reached at a stage boundary: the fit stops cleanly (every finished stage kept) and the same
+    command resumes it. `where` names the stage it stopped before."""
+
+    def __init__(self, where: str, minutes: float):
+        super().__init__(f"--max-minutes {minutes:g} reached before {where}")
+        self.where = where
+
+
+@dataclass
+class Deadline:
+    """A fit's time limit, shared by every candidate's stages: each stage boundary is a place to stop."""
+
+    minutes: float | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def check(self, where: str) -> None:
+        """Raise FitStopped when the limit has passed (never before the first stage of a fit that has none)."""
+        if self.minutes is not None and (time.monotonic() - self.started) / 60 >= self.minutes:
+            raise FitStopped(where, self.minutes)
+
+
 class FitState:
     """`<out>/fit.json`: the plan's fingerprint and each finished stage's result, written atomically."""
 
@@ -89,9 +111,23 @@ class FitState:
                                    "(text, options or gold; its held-out accuracies would be the old questions'); use "
                                    "another --out")
             if saved.get("fingerprint") != plan.fingerprint():
-                raise HyporagError(f"{self.path}: this directory holds a fit with other settings; use another --out "
-                                   "(a fit never overwrites another)")
+                raise HyporagError(f"{self.path}: this directory holds a fit with other settings "
+                                   f"({self.differing(saved)}); use another --out (a fit never overwrites another)")
             self.data = saved
+        else:  # on record from the start: a fit stopped before its first stage is still this fit (and resumes)
+            write_json_atomic(self.path, self.data)
+
+    def differing(self, saved: dict) -> str:
+        """The plan's settings that differ from a saved fit's, as `name: then -> now`."""
+        before, now = saved.get("plan") or {}, json.loads(json.dumps(asdict(self.plan), default=str))
+        names = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+        return "; ".join(f"{k}: {before.get(k)!r} then, {now.get(k)!r} now" for k in names) or "its fingerprint"
+
+    def forget(self, stages: tuple[str, ...]) -> None:
+        """Drop these stages' records, so the next run does them again (their inputs changed)."""
+        for stage in stages:
+            self.data["stages"].pop(stage, None)
+        write_json_atomic(self.path, self.data)
 
     def done(self, stage: str) -> dict | None:
         return self.data["stages"].get(stage)
@@ -102,19 +138,23 @@ class FitState:
 
 
 def run_stage(state: FitState, stage: str, work: Callable[[], dict], log: Callable[[str], None],
-              stages: tuple[str, ...] = STAGES) -> dict:
-    """Run `work` unless the stage is already recorded; log one line with its time and LM calls."""
+              stages: tuple[str, ...] = STAGES, deadline: Deadline | None = None, where: str = "") -> dict:
+    """Run `work` unless the stage is already recorded; log one line with its time and LM calls. A `deadline`
+    that has passed stops the fit before a stage that is not done (FitStopped)."""
     number = stages.index(stage) + 1
     previous = state.done(stage)
     if previous is not None:
         log(f"[{number}/{len(stages)}] {stage}: done before ({previous.get('summary', '')}), skipped")
         return previous
+    if deadline is not None:
+        deadline.check(f"{where}{stage}")
     log(f"[{number}/{len(stages)}] {stage} ...")
     meter, started = CostMeter(), time.perf_counter()
     with meter.step(stage):
         result = work()
     cost = meter.roles[stage]
-    result = {**result, "seconds": round(time.perf_counter() - started, 1), "lm_calls": int(cost["calls"]),
+    result = {**result, "seconds": round(time.perf_counter() - started, 1), "lm_calls": live_calls(cost),
+              "cache_hits": int(cost.get("cache_hits", 0)),
               "input_tokens": int(cost["input_tokens"]), "output_tokens": int(cost["output_tokens"])}
     state.finish(stage, result)
     log(f"[{number}/{len(stages)}] {stage}: {result.get('summary', 'done')} ({result['seconds']:.0f} s, "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import socket
 import threading
@@ -43,6 +44,8 @@ def open_study(name: str, storage: str | None, seed: int, directory: Path, heart
         Path(storage) if storage and storage.strip() else directory / f"{name}.journal")
     if not create and journal is not None and not journal.is_file():
         raise ConfigError(f"no study journal at {journal}: give the --storage the study ran with")
+    if journal is not None:
+        refuse_non_journal(journal)
     if journal is None:
         with quiet_optuna():
             backend = optuna.storages.RDBStorage(
@@ -60,6 +63,26 @@ def open_study(name: str, storage: str | None, seed: int, directory: Path, heart
                                 pruner=optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1))
     study.hyporag_journal = getattr(getattr(backend, "_backend", None), "_file_path", None)
     return study
+
+
+def refuse_non_journal(path: Path, probe_bytes: int = 1 << 16) -> None:
+    """A --storage file that exists must already be an Optuna journal (one JSON record with an `op_code` per line):
+    a typo naming the dataset or a notes file is refused before Optuna appends a record to it."""
+    if path.is_dir():
+        raise ConfigError(f"--storage {path}: is a directory; give a journal file (or an RDB URL)")
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(probe_bytes)
+        lines = head.decode("utf-8").splitlines()
+        complete = lines[:-1] if len(head) == probe_bytes and len(lines) > 1 else lines
+        records = [json.loads(line) for line in complete if line.strip()]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        records = None
+    if not records or not all(isinstance(r, dict) and "op_code" in r for r in records):
+        raise ConfigError(f"--storage {path}: exists and is not an Optuna journal; give a new file or the journal "
+                          "the study ran with (nothing was written to it)")
 
 
 def study_location(study, storage: str | None) -> str:

@@ -120,13 +120,33 @@ class Mine(dspy.Module):
 def test_any_dspy_module_that_answers_a_letter_is_evaluated_as_the_readme_says(tmp_path):
     import json
 
-    with dspy.context(lm=DummyLM([{"answer": "A"}] * 4)):
-        report = hyporag.evaluate(RunConfig(out=str(tmp_path / "run")), programs={"mine": Mine()},
-                                  examples=[{"question": "Q?", "options": OPTIONS, "answer": "A"},
-                                            {"question": "R?", "options": OPTIONS, "answer": "B"}], progress=False)
+    answering = DummyLM([{"answer": "A"}] * 4)
+    report = hyporag.evaluate(RunConfig(out=str(tmp_path / "run")), programs={"mine": Mine()}, roles=answering,
+                              examples=[{"question": "Q?", "options": OPTIONS, "answer": "A"},
+                                        {"question": "R?", "options": OPTIONS, "answer": "B"}], progress=False)
     assert report.accuracy("mine") == 0.5
     recorded = json.loads((tmp_path / "run" / "run.json").read_text())["program"]["mine"]
-    assert recorded == {"method": "user", "class": "tests.test_notebook_api.Mine"}
+    assert recorded == {"method": "user", "class": "tests.test_notebook_api.Mine", "runs_under": "answer"}
+
+
+def test_a_plain_module_answers_with_the_roles_given_not_the_notebooks_lm(tmp_path):
+    """The notebook's own global LM never answers for a run that records other roles; its calls are counted."""
+    import json
+
+    notebook, answering = DummyLM([{"answer": "B"}] * 4), DummyLM([{"answer": "A"}] * 4)
+    questions = [{"question": "Q?", "options": OPTIONS, "answer": "A"}, {"question": "R?", "options": OPTIONS,
+                                                                         "answer": "A"}]
+    with dspy.context(lm=notebook):
+        report = hyporag.evaluate(RunConfig(out=str(tmp_path / "run")), programs={"mine": Mine()}, roles=answering,
+                                  examples=questions, progress=False)
+    assert report.accuracy("mine") == 1.0 and notebook.history == [] and len(answering.history) == 2
+    assert report.summary("mine")["calls_per_q"] == 1.0
+    assert dspy.settings.lm is None  # the user's settings are as they were
+    # with no global LM at all, the roles answer: no row errors
+    report = hyporag.evaluate(RunConfig(out=str(tmp_path / "run2")), programs={"mine": Mine()},
+                              roles=DummyLM([{"answer": "A"}] * 2), examples=questions, progress=False)
+    assert report.summary("mine")["errors"] == 0
+    assert json.loads((tmp_path / "run2" / "run.json").read_text())["lms"]["answer"] == "dummy"
 
 
 def test_the_baseline_reports_compare_against_is_a_setting(tmp_path, tiny_corpus_dir):

@@ -9,6 +9,8 @@ from hyporag.foundation.errors import HyporagError
 from hyporag.jobs.fit import fit
 from hyporag.jobs.settings import FitSettings
 
+STOPPED = 7  # `--max-minutes` reached at a stage boundary: a clean, resumable stop (docs/failure-modes.md)
+
 
 def add_parser(sub) -> None:
     opt = sub.add_parser("fit", help="index, split, tune, compile, freeze and evaluate a program for a new domain")
@@ -50,5 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if args.skip_prompts:
         settings = settings.replace(optimizer=None)
     result = fit(settings, config)
+    if result.stopped:  # its one line is printed; finished stages are kept for the resume
+        return STOPPED
     print((result.out / "report.md").read_text(encoding="utf-8"))
     return 0

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         value = f"{settings.objective} {result.best_value:.3f} (scaled 0–1" + (
             f"; accuracy {accuracy:.3f})" if accuracy is not None else ")")
     print(f"best trial {result.best_trial}: {value} with {result.best_params}; "
-          f"this run {result.seconds:.0f} s, {result.lm_calls} LM calls (cache hits not counted)")
+          f"this run {result.seconds:.0f} s, {result.lm_calls} LM calls (replies served from the cache not counted)")
     if result.artifact:
         print(f"frozen best trial to {result.artifact}")
     return 0

@@ -35,6 +35,7 @@ from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import EvalSettings
 from hyporag.jobs.speed import record_run_speed
 from hyporag.jobs.tracking import code_version, flat_params, report_metrics, tracked
+from hyporag.jobs.user_program import UserProgram, runs_as_is
 from hyporag.lm.client import LMRoles
 from hyporag.programs.config import ProgramConfig
 from hyporag.programs.judge import ContextJudge
@@ -111,8 +112,8 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
             run = artifact_config(run)
         roles = as_roles(roles, run)
         configs = {}  # the typed config of each program hyporag builds here (a user's programs bring their own)
-        if programs is not None:
-            programs = dict(programs)
+        if programs is not None:  # a user's plain dspy.Module answers with the answer role's LM, metered
+            programs = {m: p if runs_as_is(p) else UserProgram(p, roles) for m, p in programs.items()}
             retriever = next((p.retriever for p in programs.values() if getattr(p, "retriever", None)), None)
         elif run.control.program:
             frozen = load_frozen(run, roles)

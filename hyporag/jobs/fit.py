@@ -9,9 +9,12 @@ Each finished stage is recorded in `<out>/fit.json` (optimizers.fit), so a kille
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 from hyporag.eval.dspy_metrics import objective_metric
+from hyporag.foundation.atomic import write_json_atomic
 from hyporag.foundation.errors import HyporagError
 from hyporag.jobs.builders import artifact_config, build_program, build_retriever, fit_to_context
 from hyporag.jobs.evaluate import as_roles
@@ -32,7 +35,7 @@ from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
 from hyporag.jobs.tracking import metric_name, tracked_job
 from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest
-from hyporag.optimizers.fit import FitState, questions_fingerprint, run_stage, three_way_split
+from hyporag.optimizers.fit import Deadline, FitState, FitStopped, questions_fingerprint, run_stage, three_way_split
 from hyporag.optimizers.splits import refuse_test_split
 from hyporag.programs.registry import method_entry
 
@@ -44,8 +47,13 @@ def fit(settings: FitSettings, run: RunConfig | None = None, roles=None) -> FitR
     run = run or RunConfig()
     if not settings.method and not run.control.program and not settings.methods:
         settings = settings.replace(methods=DEFAULT_CANDIDATES)  # the user does not know which method fits yet
+    deadline = Deadline(settings.max_minutes)
     with tracked_job(run, "fit", settings, settings.out) as tracker:
-        result = fit_candidates(settings, run, roles, _fit) if settings.methods else _fit(settings, run, roles)
+        try:
+            result = (fit_candidates(settings, run, roles, _fit, deadline) if settings.methods
+                      else _fit(settings, run, roles, deadline=deadline))
+        except FitStopped as stop:
+            return stopped(Path(settings.out), stop)
         if tracker:
             tracker.metrics({metric_name(f"heldout.{m}.accuracy"): a for m, a in result.heldout_accuracy.items()})
             tracker.artifacts(result.out, names=("report.md", "report.json", "fit.json", "accuracy.png"))
@@ -54,8 +62,20 @@ def fit(settings: FitSettings, run: RunConfig | None = None, roles=None) -> FitR
     return result
 
 
-def _fit(settings: FitSettings, run: RunConfig, roles, through: str = "report") -> FitResult:
-    """One method's stages; `through="freeze"` stops once its artifact is frozen (a candidate of a larger fit)."""
+def stopped(out: Path, stop: FitStopped) -> FitResult:
+    """A fit stopped by its time limit: fit.json says why (FitResult.stopped), one line says so, nothing else."""
+    path = out / "fit.json"  # on record since the fit began (optimizers.fit.FitState)
+    data = {**json.loads(path.read_text(encoding="utf-8")), "stopped": str(stop)}
+    write_json_atomic(path, data)
+    print(f"fit: stopped: {stop}; re-run the same command to resume (finished stages are kept)", file=sys.stderr,
+          flush=True)
+    return FitResult(out, data)
+
+
+def _fit(settings: FitSettings, run: RunConfig, roles, through: str = "report",
+         deadline: Deadline | None = None) -> FitResult:
+    """One method's stages; `through="freeze"` stops once its artifact is frozen (a candidate of a larger fit).
+    `deadline` is checked before every stage not yet done (FitStopped)."""
 
     if not run.data.dataset or not settings.out:
         raise HyporagError("fit needs --dataset (your dev set) and --out (the artifact directory to write)")
@@ -69,15 +89,19 @@ def _fit(settings: FitSettings, run: RunConfig, roles, through: str = "report") 
     refuse_test_split(run.data.dataset, settings.allow_test)
     loaded, examples, out = fit_questions(settings, run)
     state = FitState(out, fit_plan(settings, run, method, questions_fingerprint(examples)))
+    state.data.pop("stopped", None)
+    where = f"candidate {method}'s " if through == "freeze" else ""
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
 
+    def stage(name: str, work) -> dict:
+        return run_stage(state, name, work, log, deadline=deadline, where=where)
+
     opened: dict = {}
-    run_stage(state, "index", lambda: open_retriever(run, uses_retrieval, opened), log)
+    stage("index", lambda: open_retriever(run, uses_retrieval, opened))
     retriever = opened.get("retriever") or build_retriever(run, uses_retrieval)
     parts = three_way_split(examples, state.plan.fractions, run.data.seed)
-    split = run_stage(state, "split", lambda: {
-        "summary": " / ".join(f"{len(v)} {k}" for k, v in parts.items()),
-        **{k: [e.id for e in v] for k, v in parts.items()}}, log)
+    split = stage("split", lambda: {"summary": " / ".join(f"{len(v)} {k}" for k, v in parts.items()),
+                                    **{k: [e.id for e in v] for k, v in parts.items()}})
     by_id = {e.id: e for e in examples}
     train, val, heldout = ([by_id[i] for i in split[k]] for k in ("train", "val", "heldout"))
     metric = make_metric_for(settings.metric, roles)
@@ -95,11 +119,11 @@ def _fit(settings: FitSettings, run: RunConfig, roles, through: str = "report") 
     train, val, heldout = ([e for e in part if e.id in kept_ids] for part in (train, val, heldout))
     fit = FitContext(settings, run, roles, state, out, retriever, untuned, untuned_config, train, val, heldout,
                      metric, objective, log)
-    tuned = run_stage(state, "tune", lambda: tune_numbers(fit), log)
-    compiled = run_stage(state, "compile", lambda: compile_prompts(fit, tuned), log)
-    run_stage(state, "freeze", lambda: freeze(fit, tuned, compiled, split), log)
+    tuned = stage("tune", lambda: tune_numbers(fit))
+    compiled = stage("compile", lambda: compile_prompts(fit, tuned))
+    stage("freeze", lambda: freeze(fit, tuned, compiled, split))
     if through == "freeze":
         return FitResult(out, state.data)
-    run_stage(state, "evaluate", lambda: evaluate_heldout(fit), log)
-    run_stage(state, "report", lambda: write_fit_report(out, state), log)
+    stage("evaluate", lambda: evaluate_heldout(fit))
+    stage("report", lambda: write_fit_report(out, state))
     return FitResult(out, state.data)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
 from hyporag.jobs.speed import record_run_speed, seconds_per_call
 from hyporag.optimizers.artifact import frozen_config, load_artifact, read_artifact_manifest, save_artifact
-from hyporag.optimizers.fit import FitState, questions_fingerprint, run_stage, three_way_split
+from hyporag.optimizers.fit import Deadline, FitState, questions_fingerprint, run_stage, three_way_split
 from hyporag.optimizers.selection import SelectionRule, select
 from hyporag.optimizers.splits import refuse_test_split
 from hyporag.programs.registry import method_config, method_entry
@@ -71,10 +70,15 @@ def cost_estimate(methods: list[str], sizes: dict[str, int], settings: FitSettin
                                                   f"this model on this machine{where}" if minutes is not None else
                                                   "time unknown until this model has run here once (each stage's time "
                                                   "is printed as it ends)") + " (cached calls cost nothing)")
+    if settings.max_minutes is not None and minutes is not None and minutes > settings.max_minutes:
+        text += (f"; --max-minutes {settings.max_minutes:g} cannot be met: the fit will stop at a stage boundary "
+                 "after it, and the same command resumes it")
+    elif settings.max_minutes is not None and minutes is None:
+        text += f"; whether --max-minutes {settings.max_minutes:g} can be met is unknown until the model has run here"
     return {"calls": round(total), "per_candidate": calls, "shared": shared, "minutes": minutes, "text": text}
 
 
-def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callable) -> FitResult:
+def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callable, deadline: Deadline) -> FitResult:
     methods = list(dict.fromkeys(settings.methods))
     for method in methods:  # an unknown candidate is refused before anything is built or called
         method_entry(method)
@@ -93,29 +97,27 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
                              seconds_per_call(roles, budget), budget)
     _log(estimate["text"])
     state.data["estimate"] = {k: v for k, v in estimate.items() if k != "text"}
-    started = time.monotonic()
-
-    def out_of_time(where: str) -> bool:
-        if settings.max_minutes is None or (time.monotonic() - started) / 60 < settings.max_minutes:
-            return False
-        state.data["stopped"] = f"--max-minutes {settings.max_minutes:g} reached before {where}"
-        write_json_atomic(state.path, state.data)
-        _log(f"fit: stopped: {state.data['stopped']}; re-run the same command to resume")
-        return True
-
     state.data.pop("stopped", None)
     for method in methods:
-        if state.done("candidates") is None and out_of_time(f"candidate {method}"):
-            return FitResult(out, state.data)
         if state.done("candidates") is None:
+            deadline.check(f"candidate {method}")
             _log(f"fit: candidate {method} ({methods.index(method) + 1} of {len(methods)})")
             fit_one(settings.replace(method=method, methods=(), out=str(out / "candidates" / method)), run, roles,
-                    through="freeze")
+                    through="freeze", deadline=deadline)
     run_stage(state, "candidates", lambda: _candidates_record(out, methods), _log, STAGES)
     split = json.loads((out / "candidates" / methods[0] / "fit.json").read_text(encoding="utf-8"))["stages"]["split"]
     by_id = {e.id: e for e in examples}
     val, heldout = ([by_id[i] for i in split[k]] for k in ("val", "heldout"))
     rule = SelectionRule(simplest=run.control.baseline, max_calls_per_question=settings.max_calls_per_question)
+    chosen_before = state.done("validate")
+    if chosen_before is not None and chosen_before.get("rule") != rule.to_dict():  # a rule given on resume applies
+        then = SelectionRule(**{k: v for k, v in chosen_before.get("rule", {}).items() if k != "text"})
+        changed = ", ".join(f"{k} {getattr(then, k)!r} then, {getattr(rule, k)!r} now" for k in
+                            ("simplest", "alpha", "max_calls_per_question", "min_continuous")
+                            if getattr(then, k) != getattr(rule, k))
+        _log(f"fit: the selection rule changed ({changed}): choosing again from the validation rows (kept), then "
+             "held-out, freeze and report again")
+        state.forget(("validate", "evaluate", "freeze", "report"))
     retriever = build_retriever(run, any(method_entry(m).program.uses_retrieval for m in (*methods, rule.simplest)))
 
     def frozen(method: str):
@@ -138,9 +140,7 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
         return {"summary": f"chosen {chosen['chosen']} (runner-up {chosen['runner_up']}) on {len(val)} validation "
                            "questions", **chosen}
 
-    if out_of_time("validate"):
-        return FitResult(out, state.data)
-    selection = run_stage(state, "validate", validate, _log, STAGES)
+    selection = run_stage(state, "validate", validate, _log, STAGES, deadline)
     chosen, runner_up = selection["chosen"], selection["runner_up"]
 
     def evaluate_heldout() -> dict:
@@ -153,9 +153,7 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
                 "accuracy": {m: sum(r["correct"] for r in rows if r["method"] == m) / len(heldout) for m in names},
                 "confirmation": _confirmation(rows, chosen, rule.simplest, run.data.seed)}
 
-    if out_of_time("evaluate"):
-        return FitResult(out, state.data)
-    run_stage(state, "evaluate", evaluate_heldout, _log, STAGES)
+    run_stage(state, "evaluate", evaluate_heldout, _log, STAGES, deadline)
 
     def freeze() -> dict:
         program = frozen(chosen)

@@ -29,7 +29,7 @@ def record_run_speed(roles, report: dict, recorded: dict) -> None:
 def record_speed(roles, report: dict, budget: int | None) -> None:
     """Add an evaluation's calls and seconds (answer and hypothesis roles alike) to the model's record for `budget`
     (None: no retrieval)."""
-    calls = sum(s.get("calls_per_q", 0) * s.get("n", 0) for s in report.get("methods", []))
+    calls = sum(s.get("calls_per_q", 0) * s.get("n", 0) - s.get("cache_hits", 0) for s in report.get("methods", []))
     seconds = sum(s.get("seconds_per_q", 0) * s.get("n", 0) for s in report.get("methods", []))
     if calls < 1 or seconds <= 0:
         return  # all cached, or nothing ran: nothing measured

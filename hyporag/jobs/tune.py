@@ -15,7 +15,7 @@ from hyporag.jobs.optimizing import base_program, make_metric_for, optimizer_spl
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import TuneSettings
 from hyporag.jobs.tracking import flat_params, tracked_job
-from hyporag.lm.cost import CostMeter
+from hyporag.lm.cost import CostMeter, live_calls
 from hyporag.optimizers.artifact import save_artifact
 from hyporag.optimizers.study_identity import check_study_identity, study_identity
 from hyporag.optimizers.study_storage import study_location
@@ -84,9 +84,9 @@ def _tune(settings: TuneSettings, run: RunConfig, roles, program, examples) -> T
                           "seed": run.data.seed, "best_params": best.params},
             "metric": settings.metric, "objective": settings.objective, "splits": split,
             "validation": {"after": best.value},
-            "cost": {"seconds": round(cost["seconds"], 1), "lm_calls": int(cost["calls"])}})
+            "cost": {"seconds": round(cost["seconds"], 1), "lm_calls": live_calls(cost)}})
     return TuneResult(best.value, best.params, best.number, len(study.trials), failed, cost["seconds"],
-                      int(cost["calls"]), tuned, Path(settings.out) if settings.out else None,
+                      live_calls(cost), tuned, Path(settings.out) if settings.out else None,
                       [{"number": t.number, "params": t.params, "value": t.value, "state": t.state.name,
                         "accuracy": t.user_attrs.get("accuracy")} for t in study.trials])
 

@@ -164,3 +164,18 @@ def test_candidates_sharing_one_storage_each_get_their_own_study(tmp_path):
     assert rag_study.user_attrs["hyporag_identity"]["method"] == "rag"
     assert all("schedule" in t.params for t in chr_study.trials)  # chr's search space only
     assert not any("schedule" in t.params for t in rag_study.trials)
+
+
+def test_a_selection_setting_given_on_resume_chooses_again_and_other_settings_are_named(tmp_path, oracle, capsys):
+    settings, run = project(tmp_path, 60, methods=("rag", "oracle"))
+    roles = LMRoles.from_lms(SharedDummyLM(replies()))
+    assert fit(settings, run, roles).state["stages"]["validate"]["chosen"] == "oracle"
+    capsys.readouterr()
+    capped = fit(settings.replace(max_calls_per_question=0.5), run, roles)
+    assert "the selection rule changed (max_calls_per_question None then, 0.5 now)" in capsys.readouterr().err
+    assert capped.state["stages"]["validate"]["chosen"] == "rag"
+    assert capped.state["stages"]["validate"]["verdicts"]["oracle"] == "over the LM-call cap"
+    manifest = json.loads((capped.artifact / "manifest.json").read_text())
+    assert manifest["method"] == "rag" and manifest["selection"]["rule"]["max_calls_per_question"] == 0.5
+    with pytest.raises(hyporag.foundation.errors.HyporagError, match=r"other settings \(trials: 1 then, 2 now\)"):
+        fit(settings.replace(trials=2), run, roles)
