@@ -27,6 +27,7 @@ from hyporag.questions.datasets import load_benchmark
 from hyporag.retrieval.store import PassageStore
 
 VIEW = "report.html"
+RUNS_VIEW = "runs.html"  # the page of a folder of runs
 GENERATOR = '<meta name="generator" content="hyporag view">'
 ROW_FIELDS = ("question_id", "method", "answer", "gold", "correct", "parse_failure", "answer_reply",
               "answer_reasoning", "error", "passage_ids", "option_logprobs", "option_logprob_status", "p_gold",
@@ -140,8 +141,7 @@ def write_view(paths: Iterable[str | Path], out: str | Path | None = None,
     `questions` (id -> question, options) saves reloading the dataset when the caller has it; `index_dir` names
     the index for runs that did not record theirs."""
     paths = list(paths)
-    base = Path(paths[0]) if paths else Path()
-    target = Path(out) if out else (base / VIEW if len(paths) == 1 and base.is_dir() else Path(VIEW))
+    target = Path(out) if out else default_page(paths)
     if target.is_dir():
         raise HyporagError(f"{target}: is a directory; --out names the HTML file to write")
     if target.exists() and not _our_page(target):
@@ -149,6 +149,15 @@ def write_view(paths: Iterable[str | Path], out: str | Path | None = None,
                            "overwritten)")
     write_text_atomic(target, render(paths, questions, index_dir))
     return target
+
+
+def default_page(paths: Sequence[str | Path]) -> Path:
+    """Where a page goes when no --out is given: report.html in the one run directory given; runs.html in a folder
+    of runs (a fit or a reproduce grid, whose own report.html is its report, not this page); else ./report.html."""
+    base = Path(paths[0]) if paths else Path()
+    if len(paths) != 1 or not base.is_dir():
+        return Path(VIEW)
+    return base / (VIEW if (base / ROWS).is_file() else RUNS_VIEW)
 
 
 def _our_page(path: Path) -> bool:
@@ -184,7 +193,7 @@ def serve_view(paths: Iterable[str | Path], port: int = 8765, host: str = "127.0
             if not _local_host(self.headers.get("Host")):  # a rebound DNS name reaching 127.0.0.1 is not served
                 self.send_error(421, "this viewer answers only requests for 127.0.0.1 or localhost")
                 return
-            if self.path not in ("/", "/index.html"):
+            if self.path.split("?", 1)[0] not in ("/", "/index.html"):  # a query (`/?r=0`) is the page's own
                 self.send_error(404)
                 return
             try:

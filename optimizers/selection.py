@@ -37,6 +37,23 @@ class SelectionRule:
                 f"(McNemar p < {self.alpha:g}, or, on at least {self.min_continuous} questions, the 95% bootstrap "
                 f"interval of its log p(gold) advantage above 0){cap}")
 
+    def smallest_decisive(self) -> int:
+        """The fewest validation questions on which McNemar can reach p < alpha: every one discordant in the
+        candidate's favour, p = 2 · 0.5^n."""
+        n = 1
+        while 2 * 0.5 ** n >= self.alpha:
+            n += 1
+        return n
+
+    def undecidable(self, n_val: int) -> str | None:
+        """Why a validation split of `n_val` questions can only ever keep the simplest candidate (None when a
+        candidate can win there)."""
+        if n_val >= self.smallest_decisive():
+            return None
+        return (f"on {n_val} validation question(s) the rule can only keep {self.simplest}: McNemar's smallest p there "
+                f"is {min(1.0, 2 * 0.5 ** n_val):.3g}, not below {self.alpha:g}, and the log p(gold) interval counts "
+                f"from {self.min_continuous} questions")
+
     def to_dict(self) -> dict:
         return {**asdict(self), "text": self.describe()}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -23,6 +24,21 @@ SHARED = data_root()
 # (it failed Hypothesis's 200 ms default once while an evaluation held both cores), so no per-example deadline.
 settings.register_profile("shared-ci", deadline=None)
 settings.load_profile("shared-ci")
+
+
+def sigint_default() -> None:
+    """`preexec_fn` for a child a test stops with SIGINT: its Ctrl-C handling as in a terminal, whatever the suite was
+    launched from (a non-interactive shell's background job, nohup and some CI launchers leave SIGINT ignored, and
+    an ignored signal stays ignored across exec)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def sigint_ignored():
+    """The suite launched as a background job of a non-interactive shell: SIGINT ignored in this process."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture(scope="session")

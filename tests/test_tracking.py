@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PASSAGES, write_jsonl
+from tests.conftest import PASSAGES, sigint_default, write_jsonl
 
 mlflow = pytest.importorskip("mlflow", reason="MLflow is not installed (pip install 'hyporag[mlflow]')")
 
@@ -98,11 +98,12 @@ def test_an_eval_is_one_mlflow_run_with_params_metrics_and_artifacts(tmp_path, s
     assert traces, "DSPy's calls are traced through mlflow.dspy.autolog"
 
 
-def test_killed_then_resumed_is_one_run_and_an_interrupt_is_killed(tmp_path, server, tracking_server):
+def test_killed_then_resumed_is_one_run_and_an_interrupt_is_killed(tmp_path, server, tracking_server, sigint_ignored):
     server.mode = "delay"  # 0.3 s a call: time to stop the run half-way
     out = tmp_path / "run"
     command = eval_command(tmp_path, server, tracking_server, out, questions=12)
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)
     rows = out / "results.jsonl"
     deadline = time.time() + 120
     while not (rows.is_file() and len(rows.read_text().splitlines()) >= 4) and time.time() < deadline:

@@ -12,6 +12,7 @@ candidate's validation scores and the rule) → report. Before the first LM call
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -78,6 +79,19 @@ def cost_estimate(methods: list[str], sizes: dict[str, int], settings: FitSettin
     return {"calls": round(total), "per_candidate": calls, "shared": shared, "minutes": minutes, "text": text}
 
 
+def too_few_hint(rule: SelectionRule, splits: tuple[float, float, float], n: int) -> str:
+    """What would let the rule decide: a larger validation share of these questions, or a dev set of the size that
+    gives the split its decisive minimum (and the log p(gold) interval its questions)."""
+    needed = rule.smallest_decisive()
+    share = min(0.6, needed / n + 1e-9) if n else 0.6
+    train = round((1 - share) * splits[0] / (splits[0] + splits[2]), 2)
+    hint = f"a dev set of at least {math.ceil(needed / splits[1])} questions at these splits "
+    hint += f"({math.ceil(rule.min_continuous / splits[1])} for the log p(gold) interval to count too)"
+    if n * share >= needed:
+        hint = f"--splits {train:g},{share:.2f},{1 - train - share:.2f}, or " + hint
+    return f"Give {hint}."
+
+
 def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callable, deadline: Deadline) -> FitResult:
     methods = list(dict.fromkeys(settings.methods))
     for method in methods:  # an unknown candidate is refused before anything is built or called
@@ -96,6 +110,11 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     estimate = cost_estimate(methods, {k: len(v) for k, v in parts.items()}, settings,
                              seconds_per_call(roles, budget), budget)
     _log(estimate["text"])
+    rule = SelectionRule(simplest=run.control.baseline, max_calls_per_question=settings.max_calls_per_question)
+    blind = rule.undecidable(len(parts["val"]))
+    if blind:
+        _log(f"fit: warning: {blind}; tuning and compiling the other candidates cannot change the pick. "
+             + too_few_hint(rule, settings.splits, len(examples)))
     state.data["estimate"] = {k: v for k, v in estimate.items() if k != "text"}
     state.data.pop("stopped", None)
     for method in methods:
@@ -108,7 +127,6 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     split = json.loads((out / "candidates" / methods[0] / "fit.json").read_text(encoding="utf-8"))["stages"]["split"]
     by_id = {e.id: e for e in examples}
     val, heldout = ([by_id[i] for i in split[k]] for k in ("val", "heldout"))
-    rule = SelectionRule(simplest=run.control.baseline, max_calls_per_question=settings.max_calls_per_question)
     chosen_before = state.done("validate")
     if chosen_before is not None and chosen_before.get("rule") != rule.to_dict():  # a rule given on resume applies
         then = SelectionRule(**{k: v for k, v in chosen_before.get("rule", {}).items() if k != "text"})

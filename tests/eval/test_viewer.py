@@ -132,3 +132,20 @@ def test_the_page_shows_any_methods_hypothesis_fields(tiny_retriever, tiny_quest
         assert "names B" in column.text  # the option H+ names, as the typed hypothesis says
     finally:
         browser.quit()
+
+
+def test_a_fit_directory_becomes_one_page_beside_its_own_report(tiny_retriever, tiny_questions, tmp_path, capsys):
+    """`hyporag view FITDIR`: the fit's report.html is its report, not a viewer page; the page of its runs goes to
+    runs.html beside it, and the fit's report is left as it was."""
+    from hyporag.cli import main
+
+    fit_dir = tmp_path / "fit"
+    two_method_run(tiny_retriever, tiny_questions, fit_dir / "validation")
+    two_method_run(tiny_retriever, tiny_questions, fit_dir / "heldout")
+    (fit_dir / "report.html").write_text("<!DOCTYPE html><title>hyporag fit</title><p>the fit's report")
+    assert main(["view", str(fit_dir)]) == 0
+    assert "runs.html" in capsys.readouterr().out
+    names = [r["name"] for r in json.loads(re.search(r'id="data">(.*?)</script>', (fit_dir / "runs.html").read_text(),
+                                                     re.S).group(1))["runs"]]
+    assert names == ["heldout", "validation"]
+    assert (fit_dir / "report.html").read_text().endswith("the fit's report")

@@ -18,7 +18,7 @@ from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.viewer import page, run_data, serve_view, write_view
 from hyporag.foundation.errors import HyporagError
 from hyporag.programs.baselines import CoT, SimpleRAG
-from tests.conftest import dummy_roles
+from tests.conftest import dummy_roles, sigint_default
 from tests.eval.test_viewer import chromium
 
 ALERT = "<img src=x onerror=\"document.title='PWNED'\">"
@@ -115,8 +115,8 @@ def serve_in_thread(paths, port):
             time.sleep(0.1)
 
 
-def get(port, host=None):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/", headers={"Host": host} if host else {})
+def get(port, host=None, path="/"):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Host": host} if host else {})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, response.read().decode()
@@ -132,6 +132,7 @@ def test_the_served_page_answers_only_loopback_hosts_and_says_why_it_cannot_draw
     port = free_port()
     serve_in_thread([out], port)
     assert get(port)[0] == 200 and get(port, f"localhost:{port}")[0] == 200
+    assert get(port, path="/?r=0")[0] == 200 and get(port, path="/nothing")[0] == 404  # the page's own query
     assert get(port, "attacker.example")[0] == 421  # a rebound DNS name reaching 127.0.0.1
     assert get(port, f"evil.example:{port}")[0] == 421
     (out / "run.json").write_text("{ not json")
@@ -139,7 +140,8 @@ def test_the_served_page_answers_only_loopback_hosts_and_says_why_it_cannot_draw
     assert status == 500 and "run.json: not valid JSON" in body  # a response that says why, not a closed socket
 
 
-def test_ctrl_c_on_the_served_page_says_the_runs_are_unchanged(tiny_retriever, tiny_questions, tmp_path):
+def test_ctrl_c_on_the_served_page_says_the_runs_are_unchanged(tiny_retriever, tiny_questions, tmp_path,
+                                                                sigint_ignored):
     import signal
     import subprocess
     import sys
@@ -149,7 +151,7 @@ def test_ctrl_c_on_the_served_page_says_the_runs_are_unchanged(tiny_retriever, t
     out = small_run(tiny_retriever, tiny_questions, tmp_path / "run")
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "hyporag.cli", "view", str(out), "--serve", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     deadline = time.time() + 60
     while time.time() < deadline and get_or_none(port) is None:
         time.sleep(0.2)

@@ -179,3 +179,17 @@ def test_a_selection_setting_given_on_resume_chooses_again_and_other_settings_ar
     assert manifest["method"] == "rag" and manifest["selection"]["rule"]["max_calls_per_question"] == 0.5
     with pytest.raises(hyporag.foundation.errors.HyporagError, match=r"other settings \(trials: 1 then, 2 now\)"):
         fit(settings.replace(trials=2), run, roles)
+
+
+def test_a_validation_split_too_small_for_the_rule_is_said_in_the_plan(tmp_path, capsys):
+    from hyporag.optimizers.selection import SelectionRule
+
+    rule = SelectionRule()
+    assert rule.smallest_decisive() == 5 and rule.undecidable(5) is None and "0.125" in rule.undecidable(4)
+    settings, run = project(tmp_path, 14, methods=("rag", "chr"))
+    fit(settings, run, LMRoles.from_lms(SharedDummyLM(replies())))
+    err = capsys.readouterr().err
+    assert "on 4 validation question(s) the rule can only keep rag" in err
+    assert "a dev set of at least 20 questions" in err and "80 for the log p(gold) interval" in err
+    assert "--splits 0.43,0.36,0.21" in err  # 5 of these 14 questions on validation: the decisive minimum
+    assert err.index("can only keep rag") < err.index("fit: candidate rag")  # said before anything is tuned
