@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import dspy
-from dspy.utils.exceptions import LMAuthError, LMTransportError
+from dspy.utils.exceptions import LMAuthError, LMError, LMTransportError
 
 from hyporag.eval.belief import decision_measures
 from hyporag.eval.evidence import option_evidence
@@ -75,12 +75,29 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
     return row
 
 
+MALFORMED_REPLY_RETRIES = 3  # a question whose reply arrives cut short is asked again this often (its cached calls free)
+
+
+def malformed_reply(exc: BaseException) -> bool:
+    """An HTTP 200 whose body is not a reply (cut short in transit, a proxy's page): the server was reached and will
+    likely answer again, unlike a reply that says the request itself is wrong."""
+    return isinstance(exc, LMError) and getattr(exc, "status", None) == 200
+
+
 def run_one(program: Callable, example: dspy.Example, method: str, judge: Callable | None = None,
             metric: Callable | None = None, debug: bool = False) -> dict[str, Any]:
     """One question through one program: its row, judged and scored (`metric`, as DSPy's metrics) when asked."""
-    started = time.perf_counter()
+    started, retried = time.perf_counter(), 0
     try:
-        prediction = program(question=example.question, options=example.options)
+        while True:
+            try:
+                prediction = program(question=example.question, options=example.options)
+                break
+            except LMError as exc:  # a reply cut short in transit is a transport fault: asked again, as a 500 is
+                if not malformed_reply(exc) or retried >= MALFORMED_REPLY_RETRIES:
+                    raise
+                retried += 1
+                time.sleep(0.2 * retried)
     except (LMTransportError, LMAuthError) as exc:  # systemic: every further question would fail the same way
         raise BackendError(f"LM backend failed after retries: {explain_lm_error(exc)}; finished rows are kept, "
                            "re-run to resume") from exc
@@ -91,8 +108,10 @@ def run_one(program: Callable, example: dspy.Example, method: str, judge: Callab
             traceback.print_exc()
         detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
         row = result_row(example, method, None, time.perf_counter() - started, error=detail)
+        row["malformed_replies"] = retried + malformed_reply(exc)
         return {**row, "score": 0.0} if metric is not None else row
     row = result_row(example, method, prediction, time.perf_counter() - started)
+    row["malformed_replies"] = retried
     if metric is not None:
         row["score"] = float(metric(example, prediction))
     if judge is not None and prediction.passages:

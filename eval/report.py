@@ -10,7 +10,7 @@ from pathlib import Path
 from hyporag.eval import decision
 from hyporag.eval import paper_analyses as analysis
 from hyporag.eval.results_store import ROWS, latest_rows, read_rows, read_run_settings
-from hyporag.eval.summary import MethodSummary, format_table, summarize
+from hyporag.eval.summary import MethodSummary, format_table, notes, summarize
 from hyporag.foundation.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from hyporag.foundation.errors import HyporagError
 
@@ -79,7 +79,7 @@ def markdown(report: dict) -> str:
                          f"{cell(p['accuracy'])} |")
         lines.append("")
     summary = summaries(report)
-    lines += [format_table(summary), "",
+    lines += [format_table(summary), *[f"\n{note}" for note in notes(summary)], "",
              f"| method | DUR | Δ vs {report.get('baseline', 'rag')} | p (McNemar) | gold in ctx | distractor in ctx |",
              "|---|---:|---:|---:|---:|---:|"]
     for s in summary:

@@ -50,6 +50,7 @@ class ResultRow:
     retrieval_sees_options: bool | None = None
     calls: int = 0  # every LM call the question took, replies served from DSPy's cache included
     cache_hits: int = 0  # of those, served from the cache (not paid for by this run)
+    malformed_replies: int = 0  # replies that arrived cut short (HTTP 200, not a reply) and were asked again
     input_tokens: int = 0
     output_tokens: int = 0
     processed_tokens: int | None = None  # prompt tokens the backend processed (sent − its cache); None: unreported

@@ -23,7 +23,8 @@ class MethodSummary:
     ci95_low: float = 0.0
     ci95_high: float = 0.0
     parse_failures: int = 0
-    errors: int = 0
+    errors: int = 0  # errored rows: counted as wrong in `accuracy` (a re-run of the same command retries them)
+    malformed_replies: int = 0  # replies that arrived cut short and were asked again (the row then answered)
     fallbacks: dict = field(default_factory=dict)  # kind -> rows that took it
     calls_per_q: float = 0.0  # the method's own cost: calls served from DSPy's cache count too
     cache_hits: int = 0  # calls of these rows served from the cache (not paid for when they were answered)
@@ -31,6 +32,8 @@ class MethodSummary:
     output_tokens_per_q: float = 0.0
     processed_tokens_per_q: float | None = None  # None: the backend did not report its prompt cache
     seconds_per_q: float = 0.0
+    retrieves: bool = False  # the method reads passages (its rows record the retrieval mode it ran in)
+    with_passages: int = 0  # rows whose context held at least one passage
     # filled by the report (eval/report.build_report): None where the run has no such measure
     with_probabilities: int = 0  # rows with the reader's full option distribution
     damaged_distributions: int = 0  # rows whose stored distribution is not one (eval.belief): left out, said
@@ -85,6 +88,7 @@ def summarize(rows: Iterable[dict]) -> list[MethodSummary]:
             ci95_high=high,
             parse_failures=sum(1 for r in items if r.parse_failure),
             errors=sum(1 for r in items if r.error),
+            malformed_replies=sum(r.malformed_replies for r in items),
             fallbacks=fallback_counts(items),
             calls_per_q=sum(r.calls for r in items) / n if n else 0.0,
             cache_hits=sum(r.cache_hits for r in items),
@@ -92,6 +96,8 @@ def summarize(rows: Iterable[dict]) -> list[MethodSummary]:
             output_tokens_per_q=sum(r.output_tokens for r in items) / n if n else 0.0,
             processed_tokens_per_q=_mean_known([r.processed_tokens for r in items]),
             seconds_per_q=sum(r.seconds for r in items) / n if n else 0.0,
+            retrieves=any(r.retrieval_sees_options is not None for r in items),
+            with_passages=sum(1 for r in items if r.passage_ids),
         ))
     return summary
 
@@ -107,6 +113,25 @@ def fallback_counts(rows: Iterable[ResultRow]) -> dict[str, int]:
 
 def fallback_cell(counts: dict[str, int] | None) -> str:
     return ", ".join(f"{kind} {n}" for kind, n in (counts or {}).items() if n) or "0"
+
+
+def notes(summary: list[MethodSummary]) -> list[str]:
+    """What a reader of the table must know to read it right: errored rows counted as wrong, replies asked again,
+    a retrieval method that found nothing."""
+    out = []
+    errored = [s for s in summary if s.errors]
+    if errored:
+        out.append("Errored rows count as wrong in accuracy (" + ", ".join(f"{s.method} {s.errors} of {s.n}"
+                   for s in errored) + "); re-run the same command to answer them again.")
+    retried = [s for s in summary if s.malformed_replies]
+    if retried:
+        out.append("Replies that arrived cut short (HTTP 200 without a reply) were asked again: "
+                   + ", ".join(f"{s.method} {s.malformed_replies}" for s in retried) + ".")
+    empty = [s for s in summary if s.retrieves and s.n and not s.with_passages]
+    if empty:
+        out.append(f"{', '.join(s.method for s in empty)}: retrieved no passage for any question, so answered "
+                   "closed-book; check the corpus and index the run used.")
+    return out
 
 
 def _mean_known(values: list[int | None]) -> float | None:

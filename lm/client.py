@@ -20,7 +20,7 @@ import dspy
 
 from hyporag.foundation.errors import ModelError
 from hyporag.foundation.paths import cache_dir
-from hyporag.foundation.redact import basic_auth, redact_text, split_userinfo
+from hyporag.foundation.redact import redact_text, split_userinfo
 from hyporag.lm.gguf import DEFAULT_MODEL, resolve_model_path
 from hyporag.lm.lean_adapter import LeanAdapter
 from hyporag.lm.local_engine import LocalEngine
@@ -34,6 +34,7 @@ from hyporag.lm.model_identity import (
     server_identity,
 )
 from hyporag.lm.pool import routed_lm
+from hyporag.lm.served_auth import authed_lm
 from hyporag.lm.speculative import Speculative
 
 DEFAULT_LM = f"local:{DEFAULT_MODEL}"
@@ -104,11 +105,10 @@ def build_lm(spec: str, api_base: str | Sequence[str] | None = None, api_key: st
     # LiteLLM's bundled price map, not a fetch from the web: set on `import hyporag` (hyporag/__init__.py)
     kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "cache": cache,
                               "num_retries": num_retries, "timeout": timeout or default_timeout(api_base)}
-    if api_base:  # a user and password in the URL travel as basic auth: never as a host name, never recorded
-        api_base, credentials = split_userinfo(api_base)
+    if api_base and split_userinfo(api_base)[1]:  # a proxy's user and password: basic auth on DSPy's native engine
+        return authed_lm(spec, api_base, api_key, kwargs.pop("timeout"), **kwargs)
+    if api_base:
         kwargs["api_base"] = api_base
-        if credentials:
-            kwargs["extra_headers"] = {"Authorization": basic_auth(*credentials)}
     if api_key:
         kwargs["api_key"] = api_key
     lm = dspy.LM(spec, **kwargs)

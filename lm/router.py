@@ -24,6 +24,12 @@ _ENGINES: weakref.WeakValueDictionary[str, RoutedEngine] = weakref.WeakValueDict
 COOLDOWN_SECONDS = 30.0  # a failed endpoint rests this long before the Router tries it again
 
 
+def proxied_headers(credentials: tuple[str, str], api_key: str | None) -> dict[str, str]:
+    """A basic-auth proxy's credentials in `Authorization`, and the server's key beside them as `X-Api-Key` (as
+    hyporag.lm.served_auth sends them on the native engine)."""
+    return {"Authorization": basic_auth(*credentials), **({"X-Api-Key": api_key} if api_key else {})}
+
+
 def _endpoint(base: str) -> str:
     return base.rstrip("/")
 
@@ -44,7 +50,7 @@ class RoutedEngine(_LiteLLMConfig):
         self.group = f"{GROUP}-{id(self):x}"  # one Router per engine; LiteLLM's callbacks are process-wide
         deployments = [{"model_name": self.group, "model_info": {"id": base},
                         "litellm_params": {"model": model, "api_base": base, "api_key": api_key or "none",
-                                           **({"extra_headers": {"Authorization": basic_auth(*auth)}} if auth else {}),
+                                           **({"extra_headers": proxied_headers(auth, api_key)} if auth else {}),
                                            **({"timeout": timeout} if timeout else {})}}
                        for base, auth in split]
         # at least one retry per other endpoint, so a dead one is always stepped over within one call

@@ -19,7 +19,12 @@ class Served:
     reply: dict = field(default_factory=lambda: {"answer": "A"})
     letter_logprobs: dict[str, float] | None = None  # alternatives at the answer letter's token, when asked for
     refuse_logprobs: bool = False  # answer 400 to a request that asks for logprobs (some hosted models do)
+    # faults by the 1-based number of a chat completion: its body cut in half (an HTTP 200 that is not a reply), or
+    # an HTTP 500 (the server failed)
+    cut: set[int] = field(default_factory=set)
+    fail: set[int] = field(default_factory=set)
     requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Authorization)
+    api_keys: list[str | None] = field(default_factory=list)  # each request's X-Api-Key header
     bodies: list[dict] = field(default_factory=list)  # each chat completion's request body
     port: int = 0
 
@@ -47,9 +52,10 @@ def _handler(served: Served):
         def log_message(self, *args) -> None:
             pass
 
-        def _send(self, body: dict) -> None:
+        def _send(self, body: dict, cut: bool = False, status: int = 200) -> None:
             data = json.dumps(body).encode()
-            self.send_response(200)
+            data = data[: len(data) // 2] if cut else data
+            self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
             self.end_headers()
@@ -57,6 +63,7 @@ def _handler(served: Served):
 
         def do_GET(self) -> None:  # noqa: N802
             served.requests.append((self.path, self.headers.get("Authorization")))
+            served.api_keys.append(self.headers.get("X-Api-Key"))
             if self.path.endswith("/models"):
                 self._send({"object": "list", "data": [{"id": m, "object": "model"} for m in served.models]})
             elif self.path == "/props" and served.model_path:
@@ -67,6 +74,8 @@ def _handler(served: Served):
         def do_POST(self) -> None:  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
             served.requests.append((self.path, self.headers.get("Authorization")))
+            number = served.completions
+            served.api_keys.append(self.headers.get("X-Api-Key"))
             served.bodies.append(body)
             if body.get("logprobs") and served.refuse_logprobs:
                 data = json.dumps({"error": {"message": "logprobs is not supported with this model",
@@ -82,8 +91,12 @@ def _handler(served: Served):
             if body.get("logprobs") and served.letter_logprobs is not None:
                 choice["logprobs"] = {"content": _tokens(json.dumps(served.reply), served.reply.get("answer"),
                                                          served.letter_logprobs)}
+            if number in served.fail:
+                self._send({"error": {"message": "injected server error"}}, status=500)
+                return
             self._send({"id": "x", "object": "chat.completion", "created": 0, "model": served.models[0],
-                        "choices": [choice], "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}})
+                        "choices": [choice], "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}},
+                       cut=number in served.cut)
 
     return Handler
 
