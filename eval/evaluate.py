@@ -75,7 +75,7 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
     return row
 
 
-MALFORMED_REPLY_RETRIES = 3  # a question whose reply arrives cut short is asked again this often (its cached calls free)
+MALFORMED_REPLY_RETRIES = 3  # a question whose reply arrives cut short is asked again this often (cached calls free)
 
 
 def malformed_reply(exc: BaseException) -> bool:
