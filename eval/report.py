@@ -51,6 +51,7 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
         "cost_by_role": analysis.cost_by_role(rows),
         "mechanism": analysis.mechanism(rows),
         "parse_rules": {m: p.get("parse", "strict") for m, p in (settings.get("program") or {}).items()},
+        "notes": notes(summary),
         "decision": {"lead": decision.LEAD, "log_p_floor": decision.LOG_P_FLOOR, "means": means,
                      "paired_vs_rag": margins, "lift_over_cot": lift},
     }

@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import os
 import struct
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,16 +110,22 @@ def resolve_model_path(alias_or_path: str) -> Path:
 
 
 def _assemble(parts: list[Path], target: Path, model: GGUFModel) -> None:
-    """Concatenate parts into a temp file while hashing; only a file whose sha256 matches is moved into place."""
+    """Concatenate parts into a temp file while hashing; only a file whose sha256 matches is moved into place. Once
+    per model and machine, a minute or more on a busy one: a progress bar on stderr says what it is doing."""
+    from tqdm import tqdm
+
     digest = hashlib.sha256()
     partial = target.with_suffix(f".partial-{os.getpid()}")
+    total = sum(p.stat().st_size for p in parts)
     try:
-        with partial.open("wb") as out:
+        with partial.open("wb") as out, tqdm(total=total, unit="B", unit_scale=True, file=sys.stderr,
+                                             desc=f"assembling {model.alias} (once)", leave=False) as bar:
             for part in parts:
                 with part.open("rb") as handle:
                     for block in iter(lambda h=handle: h.read(1 << 22), b""):
                         digest.update(block)
                         out.write(block)
+                        bar.update(len(block))
         if digest.hexdigest() != model.sha256:
             raise ModelError(
                 f"model {model.alias!r}: assembled sha256 {digest.hexdigest()[:16]}... does not match the pinned "

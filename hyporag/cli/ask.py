@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import time
 
 from hyporag.cli.common import add_data_args, add_lm_args, add_program_args
@@ -71,6 +72,8 @@ def run(args: argparse.Namespace, config: RunConfig) -> int:
     probe = dspy.Example(id="ask", question=args.question, options=options)
     fit_to_context([probe], lambda example: "--question", {program.method: program}, roles, config)
     started = time.perf_counter()
+    print(f"asking {program.method} with {roles.answer.spec} (a CPU model takes seconds to minutes a call; "
+          f"{program.estimated_calls:g} calls expected)...", file=sys.stderr, flush=True)
     prediction = program(question=args.question, options=options)
     seconds = time.perf_counter() - started
     # passages and LM text are untrusted: nothing they hold may reach the terminal as a control sequence

@@ -33,7 +33,10 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     accuracy = next((h["accuracy"] for h in result.history if h["number"] == result.best_trial), None)
     value = f"{settings.metric} {result.best_value:.3f}"
-    if settings.objective != "accuracy":  # the value is on the objective's own 0–1 scale, not an accuracy
+    if settings.objective == "accuracy" and settings.metric == "accuracy" and accuracy is not None:
+        value = (f"accuracy {accuracy:.3f} (the study's value {result.best_value:.4f} adds up to 0.001 for the "
+                 "reader's belief in the gold option, to break ties between trials)")
+    elif settings.objective != "accuracy":  # the value is on the objective's own 0–1 scale, not an accuracy
         value = f"{settings.objective} {result.best_value:.3f} (scaled 0–1" + (
             f"; accuracy {accuracy:.3f})" if accuracy is not None else ")")
     print(f"best trial {result.best_trial}: {value} with {result.best_params}; "

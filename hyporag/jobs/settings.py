@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from hyporag.eval.shards import Shard
 from hyporag.foundation.errors import ConfigError
 from hyporag.programs.config import _base_type
+from hyporag.programs.registry import method_entry
 
 OPTIMIZERS = ("bootstrap", "bootstrap-rs", "mipro", "gepa")
 METRICS = ("accuracy", "dur", "combined")
@@ -33,6 +34,14 @@ class JobSettings:
             value = getattr(self, name)
             if value is not None and value not in allowed:
                 raise ConfigError(f"{self.job}: {name} must be one of {', '.join(allowed)}, got {value!r}")
+        for name in ("method", "methods"):  # a misspelt method is refused here, not when the job has begun
+            value = getattr(self, name, None)
+            for method in (value,) if isinstance(value, str) else value or ():
+                if isinstance(method, str) and method:
+                    try:
+                        method_entry(method)
+                    except ConfigError as exc:
+                        raise ConfigError(f"{self.job}: {name}: {exc}") from None
 
     @classmethod
     def field_names(cls) -> set[str]:

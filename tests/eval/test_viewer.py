@@ -149,3 +149,34 @@ def test_a_fit_directory_becomes_one_page_beside_its_own_report(tiny_retriever, 
                                                      re.S).group(1))["runs"]]
     assert names == ["heldout", "validation"]
     assert (fit_dir / "report.html").read_text().endswith("the fit's report")
+
+
+def test_the_page_shows_the_paired_tests_a_legend_and_a_partial_runs_own_n(tiny_retriever, tiny_questions, tmp_path):
+    """A reader of the page sees whether a difference is real (the paired tests, intervals and questions needed
+    that summary.md holds), what DUR, margin and lift mean, and, mid-run, how many questions the summary covers."""
+    from selenium.webdriver.common.by import By
+
+    from hyporag.testing import fake_openai
+
+    questions = [{"id": f"q{i}", "question": f"Which organ makes hormone {i}?",
+                  "options": {"A": "Pancreas", "B": "Kidney", "C": "Liver"}, "answer": "AB"[i % 2]} for i in range(6)]
+    import hyporag
+    from hyporag.jobs.run_config import RunConfig
+
+    with fake_openai(["m"], letter_logprobs={"A": -0.3, "B": -1.6, "C": -3.0}) as server:
+        hyporag.evaluate(RunConfig(methods="cot,rag", out=str(tmp_path / "run"), lm="openai/m", api_base=server.base(),
+                                   api_key="k", no_cache=True, corpus=str(tiny_retriever.directory.parent / "corpus"),
+                                   program_settings={"budget": 2}), examples=questions, progress=False)
+    rows = (tmp_path / "run" / "results.jsonl").read_text().splitlines()
+    (tmp_path / "run" / "results.jsonl").write_text("\n".join(rows[:3]) + "\n")  # as if still running
+    write_view([tmp_path / "run"])
+    browser = chromium()
+    try:
+        browser.get((tmp_path / "run" / "report.html").as_uri())
+        paired = browser.find_element(By.ID, "paired").text
+        assert "Wilcoxon p" in paired and "questions for 80% power" in paired and "cot" in paired
+        legend = browser.find_element(By.CSS_SELECTOR, "p.legend").text
+        assert "DUR" in legend and "margin" in legend and "lift over cot" in legend
+        assert "n 1 of 6 planned" in browser.find_element(By.TAG_NAME, "main").text
+    finally:
+        browser.quit()

@@ -82,3 +82,75 @@ def test_an_engine_with_two_slots_gets_a_server_of_its_own(tmp_path, monkeypatch
     one, two, again = (LocalEngine(tmp_path / "unused.gguf", slots=n) for n in (1, 2, 1))
     assert one.server is again.server and two.server is not one.server
     assert made == [1, 2]
+
+
+class SlowStreamingServer:
+    """Streams one token per 50 ms, as xllamacpp does: each chunk to the callback, which returns True to stop."""
+
+    def __init__(self, tokens: int = 200):
+        self.tokens, self.sent = tokens, 0
+
+    def handle_chat_completions(self, body, callback):
+        import time
+
+        assert body["stream"] and body["stream_options"] == {"include_usage": True}
+        for i in range(self.tokens):
+            time.sleep(0.05)
+            self.sent += 1
+            chunk = {"id": "c", "choices": [{"index": 0, "finish_reason": None, "delta": {"content": f"t{i} "},
+                                             "logprobs": {"content": [{"token": f"t{i} ", "logprob": -0.1}]}}]}
+            if callback(chunk):
+                return
+        callback({"id": "c", "choices": [{"index": 0, "finish_reason": "length", "delta": {}}]})
+        callback({"id": "c", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": self.tokens},
+                  "timings": {"prompt_n": 3}})
+
+
+def test_a_streamed_reply_is_put_back_together_as_the_plain_one():
+    from hyporag.lm.local_engine import answer_interruptibly
+
+    reply = answer_interruptibly(SlowStreamingServer(3), {"messages": []})
+    assert reply["choices"][0]["message"]["content"] == "t0 t1 t2 " and reply["choices"][0]["finish_reason"] == "length"
+    assert [t["token"] for t in reply["choices"][0]["logprobs"]["content"]] == ["t0 ", "t1 ", "t2 "]
+    assert reply["usage"]["completion_tokens"] == 3 and reply["timings"] == {"prompt_n": 3}
+
+
+def test_ctrl_c_during_an_embedded_call_is_answered_at_once_and_stops_the_model(capsys):
+    """Ctrl-C while the model writes: the call stops waiting within a step, says so, and the model stops at its next
+    token (before, the interrupt waited for the whole reply: over 40 s on a busy machine)."""
+    import _thread
+    import threading
+    import time
+
+    from hyporag.lm.local_engine import answer_interruptibly
+
+    server = SlowStreamingServer(200)  # 10 s of reply
+    threading.Timer(0.5, _thread.interrupt_main).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        answer_interruptibly(server, {"messages": []})
+    assert time.monotonic() - started < 2.0 and server.sent < 40
+    assert "stopping: the embedded model ends its current step first" in capsys.readouterr().err
+
+
+@pytest.mark.local_lm  # builds the embedded 0.5B model
+def test_the_embedded_models_streamed_reply_is_its_plain_reply():
+    from hyporag.lm.gguf import resolve_model_path
+    from hyporag.lm.local_engine import answer_interruptibly, new_server
+    from hyporag.testing import SMALL_MODEL
+
+    server = new_server(resolve_model_path(SMALL_MODEL), 2048, 2)
+    body = {"messages": [{"role": "user", "content": "Which is a fruit? A. apple B. brick. Answer in JSON."}],
+            "max_tokens": 24, "temperature": 0, "logprobs": True, "top_logprobs": 5,
+            "json_schema": {"type": "object", "properties": {"answer": {"type": "string", "enum": ["A", "B"]}},
+                            "required": ["answer"]}}
+    plain = server.handle_chat_completions(dict(body))
+    streamed = answer_interruptibly(server, dict(body))
+    assert streamed["choices"][0]["message"] == plain["choices"][0]["message"]
+    # the answer letter's token and its alternatives (what the option probabilities are read from) are the same;
+    # a stream reports only tokens that wrote text (not a markdown fence the server strips, not end-of-generation)
+    def letter(reply):
+        return [t for t in reply["choices"][0]["logprobs"]["content"] if t["token"] in ("A", "B")]
+
+    assert letter(streamed) == letter(plain) and len(letter(plain)) == 1
+    assert streamed["usage"]["completion_tokens"] == plain["usage"]["completion_tokens"]

@@ -113,11 +113,11 @@ def test_the_cost_is_printed_before_any_call_and_an_unknown_candidate_is_refused
         def forward(self, *args, **kwargs):
             raise RuntimeError("no call was expected yet")
 
-    settings, run = project(tmp_path, 12, methods=("rag", "nope"))
-    lm = SharedDummyLM(replies())
-    with pytest.raises(ConfigError, match="unknown method 'nope'"):
-        fit(settings, run, LMRoles.from_lms(lm))
-    assert not lm.history and not (tmp_path / "fit").exists()
+    with pytest.raises(ConfigError, match="fit: methods: unknown method 'nope'"):  # when the settings are made
+        project(tmp_path, 12, methods=("rag", "nope"))
+    with pytest.raises(ConfigError, match="fit: method: unknown method 'chrr'"):
+        FitSettings(method="chrr")
+    assert not (tmp_path / "fit").exists()
     settings, run = project(tmp_path, 12, methods=("rag", "chr"))
     with pytest.raises(Exception, match="no call was expected yet|errored"):
         fit(settings, run, LMRoles.from_lms(Refusing(replies())))
