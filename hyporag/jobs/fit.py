@@ -33,6 +33,7 @@ from hyporag.jobs.fit_stages import (
 from hyporag.jobs.optimizing import make_metric_for
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
+from hyporag.jobs.speed import record_calls
 from hyporag.jobs.tracking import metric_name, tracked_job
 from hyporag.optimizers.artifact import load_artifact, read_artifact_manifest
 from hyporag.optimizers.fit import Deadline, FitState, FitStopped, questions_fingerprint, run_stage, three_way_split
@@ -94,7 +95,11 @@ def _fit(settings: FitSettings, run: RunConfig, roles, through: str = "report",
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
 
     def stage(name: str, work) -> dict:
-        return run_stage(state, name, work, log, deadline=deadline, where=where)
+        fresh = state.done(name) is None
+        result = run_stage(state, name, work, log, deadline=deadline, where=where)
+        if fresh and name in ("tune", "compile"):  # what this model costs here, for the next fit's estimate
+            record_calls(roles, result["lm_calls"], result["seconds"], run.config_for(method).budget)
+        return result
 
     opened: dict = {}
     stage("index", lambda: open_retriever(run, uses_retrieval, opened))

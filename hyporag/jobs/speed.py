@@ -31,6 +31,11 @@ def record_speed(roles, report: dict, budget: int | None) -> None:
     (None: no retrieval)."""
     calls = sum(s.get("calls_per_q", 0) * s.get("n", 0) - s.get("cache_hits", 0) for s in report.get("methods", []))
     seconds = sum(s.get("seconds_per_q", 0) * s.get("n", 0) for s in report.get("methods", []))
+    record_calls(roles, calls, seconds, budget)
+
+
+def record_calls(roles, calls: float, seconds: float, budget: int | None) -> None:
+    """Add `calls` made to the backend in `seconds` (a fit's tune or compile stage, an evaluation) to the record."""
     if calls < 1 or seconds <= 0:
         return  # all cached, or nothing ran: nothing measured
     try:

@@ -161,3 +161,22 @@ def test_the_teleprompters_prompts_are_kept_only_when_they_score_higher_on_valid
     manifest = json.loads((tmp_path / "fit" / "artifact" / "manifest.json").read_text())
     assert manifest["optimizer"]["prompts_kept"] == kept
     assert ("DEMO-MARKER" in (tmp_path / "fit" / "artifact" / "program.json").read_text()) == (kept == "compiled")
+
+
+def test_a_fit_stopped_after_its_tune_and_compile_knows_this_models_speed(tmp_path, monkeypatch):
+    """The tune and compile stages' own calls are measured: a fit stopped after them has a time estimate on its
+    resume, not "time unknown until this model has run here once"."""
+    from hyporag.jobs.speed import seconds_per_call
+    from hyporag.optimizers.fit import Deadline, FitStopped
+
+    def out_of_time_at_freeze(self, where: str) -> None:
+        if where == "freeze":
+            raise FitStopped(where, self.minutes)
+
+    args, config = fit_args(tmp_path, max_minutes=30)
+    roles = LMRoles.from_lms(SharedDummyLM(dict(REPLIES)))
+    assert seconds_per_call(roles, 2) is None
+    monkeypatch.setattr(Deadline, "check", out_of_time_at_freeze)
+    result = fit(args, config, roles)
+    assert result.stopped and {"tune", "compile"} <= set(result.state["stages"])
+    assert seconds_per_call(roles, 2) is not None and seconds_per_call(roles, 2)[1] == 2
