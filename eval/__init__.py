@@ -9,8 +9,9 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "run_evaluation": "hyporag.eval.evaluate",
-    "run_one": "hyporag.eval.evaluate",
+    "record_run": "hyporag.eval.engine",
+    "answer_all": "hyporag.eval.engine",
+    "run_one": "hyporag.eval.engine",
     "run_parallel": "hyporag.eval.parallel",
     "read_results": "hyporag.eval.results_store",
     "ResultRow": "hyporag.eval.row",

@@ -59,6 +59,12 @@ class MethodSummary:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def __getitem__(self, name: str) -> Any:
+        """`summary["accuracy"]` reads as summary.json's dict did: code written against it keeps working."""
+        if name not in self.__dataclass_fields__:
+            raise KeyError(name)
+        return getattr(self, name)
+
 
 def wilson_interval(correct: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     """95% Wilson score interval: well-behaved at small n and near 0 or 1, unlike the normal approximation."""

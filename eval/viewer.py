@@ -14,12 +14,14 @@ import base64
 import html
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from hyporag.eval.report import build_report, current_rows
 from hyporag.eval.results_store import ROWS
+from hyporag.eval.row import ResultRow
 from hyporag.eval.run_questions import read_questions
 from hyporag.foundation.atomic import write_text_atomic
 from hyporag.foundation.errors import HyporagError
@@ -29,12 +31,10 @@ from hyporag.retrieval.store import PassageStore
 VIEW = "report.html"
 RUNS_VIEW = "runs.html"  # the page of a folder of runs
 GENERATOR = '<meta name="generator" content="hyporag view">'
-ROW_FIELDS = ("question_id", "method", "answer", "gold", "correct", "parse_failure", "answer_reply",
-              "answer_reasoning", "error", "passage_ids", "option_logprobs", "option_logprob_status", "p_gold",
-              "margin", "entropy",
-              "passage_scores", "passage_found_by", "queries", "hypothesis", "hypothesis_option", "fallbacks",
-              "details", "calls", "input_tokens", "output_tokens", "seconds", "cost_by_role", "gold_in_context",
-              "distractor_in_context", "judge_label", "judge_reason")
+# what the page draws of each row: every field of the row's one definition, but for those it never shows
+ROW_FIELDS = tuple(f.name for f in fields(ResultRow) if f.name not in (
+    "question_fingerprint", "processed_tokens", "judge_calls", "judge_input_tokens", "judge_output_tokens",
+    "judge_seconds", "score", "rescored", "measures_rederived"))
 
 
 def find_runs(paths: Iterable[str | Path]) -> list[Path]:

@@ -38,7 +38,7 @@ _EXPORTS = {
     "load_corpus": "hyporag.retrieval",
     "load_benchmark": "hyporag.questions.datasets",
     "load_records": "hyporag.questions.records",
-    "run_evaluation": "hyporag.eval.evaluate",
+    "run_evaluation": "hyporag.jobs.evaluate",
     "load_artifact": "hyporag.optimizers.artifact",
     "save_artifact": "hyporag.optimizers.artifact",
     "RunConfig": "hyporag.jobs.run_config",

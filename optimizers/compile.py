@@ -14,11 +14,12 @@ from typing import Any
 import dspy
 
 from hyporag.eval.dspy_metrics import gepa_feedback
-from hyporag.eval.evaluate import evaluate
+from hyporag.eval.engine import answer_all
 from hyporag.foundation.errors import ConfigError
 from hyporag.lm.cost import CostMeter, live_calls
 
 OPTIMIZERS = ("bootstrap", "bootstrap-rs", "mipro", "gepa")
+AUTO = ("light", "medium", "heavy")  # MIPROv2's and GEPA's presets
 
 
 @dataclass
@@ -36,7 +37,7 @@ def score(program, examples: list, metric, threads: int = 1) -> float:
     """Mean metric over examples (a failing example scores 0), as a fraction in [0, 1]: the evaluation loop's own
     rows, so validation runs exactly as `hyporag eval` does."""
 
-    rows = evaluate({getattr(program, "method", "program"): program}, examples, threads, metric=metric,
+    rows = answer_all({getattr(program, "method", "program"): program}, examples, threads, metric=metric,
                     progress=True, desc="validation")
     return sum(r["score"] for r in rows) / len(rows) if rows else 0.0
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hyporag.eval.decision import LOG_P_FLOOR
-from hyporag.eval.evaluate import evaluate
+from hyporag.eval.engine import answer_all
 from hyporag.foundation.errors import HyporagError
 from hyporag.optimizers.study_storage import (
     claim,
@@ -81,7 +81,7 @@ def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1
     with tqdm(total=len(valset), desc=f"trial {trial.number}", unit="answer", leave=False,
               disable=not progress) as bar:
         for start in range(0, len(valset), report_every):
-            for row in evaluate({"trial": program}, valset[start:start + report_every], threads, metric=metric,
+            for row in answer_all({"trial": program}, valset[start:start + report_every], threads, metric=metric,
                                 sink=lambda _: bar.update(1)):
                 total += row["score"]
                 primary += row["score"] - tie_break(row.get("log_p_gold"))

@@ -9,6 +9,7 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from hyporag.lm.option_probs import TOP_LOGPROBS, letter_logprobs, wants_logprobs
+from hyporag.programs.config import PARSE_RULES  # noqa: F401 (the answer step's scoring rules, declared once)
 from hyporag.programs.protocol import FAST, Protocol, protocol_named
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import AnswerQuestion, format_options, with_letters
@@ -26,7 +27,6 @@ def format_context(passages: Sequence[Hit], preface: str = "") -> str:
     return "\n\n".join(lines) if lines else NO_CONTEXT
 
 
-PARSE_RULES = ("strict", "mirage")
 MIRAGE_FALLBACK = "A"  # MIRAGE's locate_answer: output that matches no choice is scored as option A
 
 

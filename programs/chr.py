@@ -76,8 +76,8 @@ class CHRConfig(ProgramConfig):
     tau: float = flag("--tau", "CHR: threshold/sigmoid midpoint of the similarity", default=0.7)
     steepness: float = flag("--steepness", "CHR: sigmoid steepness", default=10.0)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
+        super().check()
         _ = self.lambda_schedule  # LambdaSchedule refuses an unknown kind
 
     @classmethod

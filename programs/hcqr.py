@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from hyporag.foundation.errors import ConfigError
+from hyporag.foundation.settings import at_least, setting
 from hyporag.lm.cost import CostMeter
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.config import ProgramConfig, flag
@@ -43,23 +43,13 @@ class HCQRConfig(ProgramConfig):
     method: ClassVar[str] = "hcqr"
     protocol_rules: ClassVar[dict[str, HCQRRules]] = HCQR_RULES
 
-    queries: tuple[str, ...] = tuple(QUERY_FIELDS)
+    queries: tuple[str, ...] = setting(tuple(QUERY_FIELDS), rule=lambda q: None if q and not set(q) - set(
+        QUERY_FIELDS) else f"must be a non-empty subset of {', '.join(QUERY_FIELDS)}; got {q}")
     per_query_k: int | None = flag("--per-query-k", "HCQR: passages retrieved per query before the merge "
-                                   "(default: the budget; paper protocol: budget // queries)")
+                                   "(default: the budget; paper protocol: budget // queries)", rule=at_least(1))
     merge_policy: str | None = flag("--merge-policy", "HCQR: how the queries' lists become one context (default "
                                     "round_robin; paper protocol: sum)", choices=MERGE_POLICIES)
     show_hypothesis: bool = False
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not self.queries or set(self.queries) - set(QUERY_FIELDS):
-            raise ConfigError(f"hcqr: queries must be a non-empty subset of {', '.join(QUERY_FIELDS)}; "
-                              f"got {self.queries}")
-        if self.merge_policy is not None and self.merge_policy not in MERGE_POLICIES:
-            raise ConfigError(f"hcqr: unknown merge policy {self.merge_policy!r}: use one of "
-                              f"{', '.join(MERGE_POLICIES)}")
-        if self.per_query_k is not None and self.per_query_k < 1:
-            raise ConfigError(f"hcqr: per_query_k must be >= 1, got {self.per_query_k}")
 
     @property
     def merge(self) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from hyporag.foundation.errors import ConfigError
 from hyporag.lm.cost import CostMeter
 from hyporag.programs.base import MCQProgram, Trace
 from hyporag.programs.config import ProgramConfig, flag
@@ -25,14 +24,14 @@ class OptionContrastConfig(ProgramConfig):
     method: ClassVar[str] = "option-contrast"
 
     contrast_lam: float = flag("--contrast-lam", "option-contrast: λ on the mean of the other options' queries "
-                               "(0: each option's query alone)", default=1.0)
+                               "(0: each option's query alone)", default=1.0,
+                               rule=lambda v: None if v >= 0 else f"contrast_lam must be a number >= 0, got {v!r}")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
+        super().check()
         if self.retrieval_sees_options is False:
-            raise ConfigError("option-contrast: its queries are the options, so it cannot run question-only")
-        if not isinstance(self.contrast_lam, (int, float)) or self.contrast_lam < 0:
-            raise ConfigError(f"option-contrast: contrast_lam must be a number >= 0, got {self.contrast_lam!r}")
+            self.refuse("retrieval_sees_options", "option-contrast's queries are the options, so it cannot run "
+                        "question-only")
 
     def suggest(self, trial, modes: list[str]) -> OptionContrastConfig:
         return super().suggest(trial, modes).replace(contrast_lam=trial.suggest_float("contrast_lam", 0.0, 2.0))

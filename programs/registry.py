@@ -5,6 +5,7 @@ Ablations are presets of a method's config, not copies of its code; a method is 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import sys
 from dataclasses import dataclass, field
@@ -56,7 +57,6 @@ METHODS: dict[str, Method] = {
     "option-contrast": Method("option_contrast:OptionContrast"),
 }
 PAPER_METHODS = ("cot", "rag", "rerank", "rewrite", "hyde", "q2d", "hcqr", "chr")
-CONFIGS: tuple[type[ProgramConfig], ...] = tuple(dict.fromkeys(m.program.Config for m in METHODS.values()))
 ENTRY_POINTS = "hyporag.methods"  # an installed package's methods: `name = "package.module:ProgramClass"`
 
 
@@ -65,7 +65,6 @@ def register_method(name: str, program: type[MCQProgram], preset: dict[str, Any]
     """Add a method of your own: an `MCQProgram` subclass (it implements `retrieve`; its `Config` declares its
     settings and their flags) under `name`, with an optional preset of its config. It then runs wherever a method
     name is taken: `evaluate`, `fit`, `tune`, `compile`, `view` (docs/adding-a-method.md)."""
-    global CONFIGS
     if not (isinstance(program, type) and issubclass(program, MCQProgram)):
         raise ConfigError(f"method {name!r}: {program!r} is not a subclass of hyporag.programs.MCQProgram")
     if not name or any(c in name for c in ", \t\n"):
@@ -76,7 +75,6 @@ def register_method(name: str, program: type[MCQProgram], preset: dict[str, Any]
     entry = Method(program, dict(preset or {}))
     program.Config.from_dict(entry.preset, source=f"method {name!r}: preset")  # a bad preset fails here, not later
     METHODS[name] = entry
-    CONFIGS = tuple(dict.fromkeys((*CONFIGS, program.Config)))
 
 
 def _load_entry_points() -> None:
@@ -90,6 +88,20 @@ def _load_entry_points() -> None:
             register_method(point.name, point.load())
         except Exception as exc:  # noqa: BLE001 (one broken plug-in must not take every command down)
             print(f"hyporag: method {point.name!r} from {point.value} not loaded: {exc}", file=sys.stderr)
+
+
+def configs() -> tuple[type[ProgramConfig], ...]:
+    """Every registered method's config class, asked each time: a method registered from Python counts at once."""
+    return tuple(dict.fromkeys(m.program.Config for m in METHODS.values()))
+
+
+def program_field(name: str) -> tuple[type[ProgramConfig], dataclasses.Field] | None:
+    """The config class that first declares a program setting `name`, and its field (None: no method has it)."""
+    for config in configs():
+        for spec in dataclasses.fields(config):
+            if spec.name == name:
+                return config, spec
+    return None
 
 
 def method_entry(method: str) -> Method:
@@ -107,7 +119,7 @@ def method_config(method: str, overrides: dict[str, Any] | None = None, source: 
     overrides = entry.program.Config.normalize(dict(overrides or {}))
     if strict:
         return entry.program.Config.from_dict({**entry.preset, **overrides}, source)
-    everyone = {f for config in CONFIGS for f in config.__dataclass_fields__}
+    everyone = {f for config in configs() for f in config.__dataclass_fields__}
     strange = sorted(set(overrides) - everyone - {"method"})
     if strange:
         raise ConfigError(f"{source}: no method has setting {', '.join(map(repr, strange))}")

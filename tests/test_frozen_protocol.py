@@ -19,7 +19,7 @@ SPEC, TOKENS = "local:smollm2-135m", 160
 
 
 def test_a_paper_program_runs_uncapped_and_answers_as_frozen(tmp_path):
-    from hyporag.eval.evaluate import run_evaluation
+    from hyporag.jobs.evaluate import run_evaluation
     from hyporag.lm.client import LMRoles
     from hyporag.optimizers.artifact import save_artifact
     from hyporag.programs import make_program

@@ -16,8 +16,8 @@ from dspy.utils import DummyLM
 import hyporag
 from hyporag.cli import build_parser, main
 from hyporag.cli.common import load_settings
-from hyporag.eval.evaluate import run_evaluation
 from hyporag.foundation.errors import ConfigError
+from hyporag.jobs.evaluate import run_evaluation
 from hyporag.jobs.settings import EvalSettings
 from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program

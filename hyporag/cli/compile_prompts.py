@@ -6,13 +6,13 @@ import argparse
 
 from hyporag.cli.common import add_optimizer_args, add_split_args, load_settings
 from hyporag.jobs.compile import compile as compile_job
-from hyporag.jobs.settings import CompileSettings
+from hyporag.jobs.settings import PROMPTS, CompileSettings
 
 
 def add_parser(sub) -> None:
     opt = sub.add_parser("compile", help="tune a program's prompts with a DSPy teleprompter and freeze it")
-    add_split_args(opt)
-    add_optimizer_args(opt, "prompts")
+    add_split_args(opt, CompileSettings)
+    add_optimizer_args(opt, PROMPTS)
 
 
 def run(args: argparse.Namespace) -> int:

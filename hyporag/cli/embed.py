@@ -5,31 +5,20 @@ from __future__ import annotations
 
 import argparse
 
-from hyporag.cli.common import add_data_args, load_settings
+from hyporag.cli.common import add_data_args, add_settings, load_settings
 from hyporag.jobs.embed import embed
+from hyporag.jobs.run_groups import DataSettings, IndexSettings
 from hyporag.jobs.settings import EmbedSettings
 
 
 def add_parser(sub) -> None:
     cmd = sub.add_parser("embed", help="embed a corpus's passages in shards (here, or on a Ray cluster)")
     add_data_args(cmd)
-    cmd.add_argument("--corpus", help="corpus name or JSONL path (default medcorp-local)")
-    cmd.add_argument("--embedder", help="encoder: minilm (default), medcpt, bge-large, e5-large-v2, a "
-                     "sentence-transformers name or path, or a JSON file of encoder-spec fields")
-    cmd.add_argument("--out", help="the vectors folder (re-running the same command resumes it)")
-    cmd.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster: auto, host:6379 or ray://host:10001 "
-                     "(needs pip install 'hyporag[ray]' on every node)")
-    cmd.add_argument("--concurrency", type=int, help="Ray actors, each with its own encoder (default 2)")
-    cmd.add_argument("--cpus-per-actor", type=float, help="CPUs each Ray actor reserves (default 1)")
-    cmd.add_argument("--gpus-per-actor", type=float, help="GPUs each Ray actor reserves (default 0; 1 on GPU nodes)")
-    cmd.add_argument("--processes", type=int, help="without --ray: sentence-transformers processes on this machine "
-                     "(one per GPU, or CPU processes; default 1)")
-    cmd.add_argument("--shard-size", type=int, help="passages a shard, the unit of resuming (default 10000)")
-    cmd.add_argument("--batch-size", type=int, help="passages an encoder call (default 64)")
-    cmd.add_argument("--window", type=int, help="passages handed to Ray at a time (default 100000)")
-    cmd.add_argument("--max-seq-length", type=int, help="truncate passages for the encoder (MiniLM default 256)")
-    cmd.add_argument("--max-passage-chars", type=int, help="split longer passages as index build does "
-                     "(default 1800; give index build the same)")
+    add_settings(cmd, DataSettings, only=("corpus",), helps={"corpus": "corpus name or JSONL path (default "
+                                                                 "medcorp-local)"})
+    add_settings(cmd, IndexSettings, only=("embedder",), helps={"embedder": "encoder: minilm (default), medcpt, "
+                 "bge-large, e5-large-v2, a sentence-transformers name or path, or a JSON file of encoder-spec fields"})
+    add_settings(cmd, EmbedSettings)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,7 +25,8 @@ def add_parser(sub) -> None:
     build = index_sub.add_parser("build", help="build (or resume building) an index")
     add_data_args(build)
     build.add_argument("--corpus", default="medcorp-local")
-    build.add_argument("--retriever", choices=("bm25", "dense", "both"), help="default bm25 (both with --vectors)")
+    build.add_argument("--retriever", dest="build_retriever", choices=("bm25", "dense", "both"),
+                       help="default bm25 (both with --vectors)")
     build.add_argument("--index-dir")
     build.add_argument("--embedder", help="dense encoder: minilm (default), medcpt, bge-large, e5-large-v2, any "
                        "sentence-transformers name or path, or a JSON file of encoder-spec fields")
@@ -79,7 +80,7 @@ def run_sharded_faiss(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace, config: RunConfig) -> int:
     corpus = load_corpus(config.data.corpus or "medcorp-local", config.data.data_dir)
     started = time.perf_counter()
-    retriever = args.retriever or ("both" if args.vectors else "bm25")
+    retriever = args.build_retriever or ("both" if args.vectors else "bm25")
     if args.vectors and retriever == "bm25":
         raise HyporagError("index build: --vectors are dense vectors; use --retriever dense or both")
     where_to = Path(config.index.index_dir) if config.index.index_dir else None

@@ -5,18 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hyporag.cli.common import add_optimizer_args, add_split_args, load_settings
+from hyporag.cli.common import add_settings, add_split_args, load_settings
 from hyporag.jobs.settings import TuneSettings
 from hyporag.jobs.tune import study_summary, tune
 
 
 def add_parser(sub) -> None:
     opt = sub.add_parser("tune", help="tune λ / schedule / k / merge / retriever with a resumable Optuna study")
-    add_split_args(opt)
-    add_optimizer_args(opt, "study")
-    opt.add_argument("--heartbeat", type=int, help="RDB storages: seconds between a worker's heartbeats; a trial "
-                     "silent for 3 heartbeats is failed and re-queued once (default 10)")
-    opt.add_argument("--study", required=True)
+    add_split_args(opt, TuneSettings)
+    add_settings(opt, TuneSettings, only=("study", "trials", "storage", "modes", "objective", "heartbeat"))
     opt.add_argument("--report", action="store_true", help="print the best trials and write history/importance PNGs")
 
 

@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hyporag.eval import evaluate as evaluation
 from hyporag.eval.ci_gate import check_bars, refuse_unknown_bars, write_junit, write_junit_error
+from hyporag.eval.engine import record_run, refuse_all_errored
+from hyporag.eval.report import report_from_dir
 from hyporag.eval.results_store import read_run_settings
 from hyporag.eval.shards import Shard
+from hyporag.eval.summary import MethodSummary
+from hyporag.eval.viewer import write_view
 from hyporag.foundation.atomic import write_json_atomic
 from hyporag.foundation.errors import HyporagError
 from hyporag.jobs.builders import (
@@ -47,8 +50,9 @@ from hyporag.retrieval.bm25_engines import engine_of_retriever, search_of_retrie
 
 @dataclass
 class EvalReport:
-    """What an evaluation wrote and found: the report (as summary.json holds it), its directory, the dataset size,
-    and the methods below a `fail_under` bar."""
+    """What an evaluation wrote and found: each method's summary (typed), the directory it is in, the dataset size,
+    the methods below a `fail_under` bar, and the whole summary as summary.json holds it (`report`: the paired
+    tests, DUR, lift and the other tables, for `hyporag.eval.report.markdown`)."""
 
     out: Path
     report: dict[str, Any]
@@ -57,17 +61,17 @@ class EvalReport:
     endpoints: dict[str, Any] = field(default_factory=dict)  # per LM over several servers: usage per endpoint
 
     @property
-    def methods(self) -> list[dict[str, Any]]:
-        return self.report["methods"]
+    def methods(self) -> list[MethodSummary]:
+        return [MethodSummary.of(s) for s in self.report["methods"]]
 
-    def summary(self, method: str) -> dict[str, Any]:
+    def summary(self, method: str) -> MethodSummary:
         for summary in self.methods:
-            if summary["method"] == method:
+            if summary.method == method:
                 return summary
-        raise KeyError(f"no method {method!r} in this run ({', '.join(s['method'] for s in self.methods)})")
+        raise KeyError(f"no method {method!r} in this run ({', '.join(s.method for s in self.methods)})")
 
     def accuracy(self, method: str) -> float:
-        return self.summary(method)["accuracy"]
+        return self.summary(method).accuracy
 
 
 def as_roles(roles, config: RunConfig):
@@ -93,6 +97,19 @@ def evaluate(run: RunConfig, settings: EvalSettings | None = None, roles=None, e
         if tracker:
             log_evaluation(tracker, result.report, out)
     return result
+
+
+def run_evaluation(programs: dict, examples: Sequence, out: str | Path, settings: dict[str, Any], threads: int = 1,
+                   progress: bool = True, judge=None, debug: bool = False) -> dict:
+    """The engine answers and keeps the run record; the summary files and the page are then drawn from that record
+    alone (as `hyporag report` and `view` draw them): every method the directory holds, on the questions they all
+    answered. A method all of whose questions errored fails the run after its record and report are written."""
+    record = record_run(programs, examples, out, settings, threads=threads, progress=progress, judge=judge,
+                        debug=debug)
+    report = report_from_dir(record.out)
+    report["view"] = str(write_view([record.out], questions=record.questions))
+    refuse_all_errored(record.rows, record.out)
+    return report
 
 
 def log_evaluation(tracker, report: dict, out: Path, prefix: str = "", under: str | None = None) -> None:
@@ -144,8 +161,8 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
         judge = ContextJudge(roles.judge) if run.control.dur else None
         earlier = _recorded_endpoints(out)
         try:
-            report = evaluation.run_evaluation(programs, examples, out, recorded, threads=run.control.threads,
-                                               judge=judge, progress=progress, debug=run.control.debug)
+            report = run_evaluation(programs, examples, out, recorded, threads=run.control.threads, judge=judge,
+                                    progress=progress, debug=run.control.debug)
         finally:  # a run stopped by a dead pool keeps what each endpoint served, for the resume to add to
             endpoints = _record_endpoints(out, roles, earlier)
         record_run_speed(roles, report, recorded)  # seconds per call at this budget, for fit's estimate

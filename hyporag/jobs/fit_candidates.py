@@ -18,14 +18,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hyporag.eval.decision import LEAD, paired_measures
-from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.markdown_page import markdown_page
 from hyporag.eval.report import cell
 from hyporag.eval.results_store import read_results
 from hyporag.foundation.atomic import write_json_atomic, write_text_atomic
 from hyporag.foundation.errors import ConfigError, HyporagError
 from hyporag.jobs.builders import build_program, build_retriever
-from hyporag.jobs.evaluate import as_roles, run_record
+from hyporag.jobs.evaluate import as_roles, run_evaluation, run_record
 from hyporag.jobs.fit_common import fit_plan, fit_questions
 from hyporag.jobs.fit_result import FitResult
 from hyporag.jobs.run_config import RunConfig

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.report import summaries
 from hyporag.jobs.builders import build_program, build_retriever
-from hyporag.jobs.evaluate import run_record
+from hyporag.jobs.evaluate import run_evaluation, run_record
 from hyporag.jobs.optimizing import reflection_lm, tune_modes
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings

@@ -12,15 +12,16 @@ their names and the shared program settings (or given typed from Python).
 
 from __future__ import annotations
 
-import os
 import tomllib
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from hyporag.foundation.errors import ConfigError
+from hyporag.foundation.settings import check_value, origins, where
 from hyporag.jobs.run_groups import (
     GROUP_OF,
     GROUPS,
@@ -29,13 +30,10 @@ from hyporag.jobs.run_groups import (
     LMSettings,
     RunControl,
     TrackingSettings,
-    check_type,
-    field_types,
-    where,
 )
-from hyporag.programs.config import ProgramConfig, _base_type
+from hyporag.programs.config import ProgramConfig
 from hyporag.programs.protocol import protocol_of
-from hyporag.programs.registry import CONFIGS, method_config, method_entry
+from hyporag.programs.registry import configs, method_config, method_entry, program_field
 
 PROJECT_FILE = "hyporag.toml"
 DEFAULT_CORPUS = "medcorp-local"
@@ -51,22 +49,14 @@ class MethodChoice:
 
 
 def program_fields() -> set[str]:
-    return {f.name for config in CONFIGS for f in fields(config)}
+    return {f.name for config in configs() for f in fields(config)}
 
 
-def _program_types() -> dict[str, type]:
-    out: dict[str, type] = {}
-    for config in CONFIGS:
-        hints = typing.get_type_hints(config)
-        for f in fields(config):
-            out.setdefault(f.name, _base_type(hints[f.name]))
-    return out
-
-
-def route(values: dict[str, Any], origin: str, skip_unknown: bool = False) -> tuple[dict, dict, Any]:
-    """Split flat settings into ({group: changes}, program settings, methods), each value checked against its
-    field's type and refused naming `origin`; an unknown key is refused too (or skipped: a command's own flag)."""
-    run_types, program_types = field_types(), _program_types()
+def route(values: dict[str, Any], origin: str | dict[str, str], skip_unknown: bool = False
+          ) -> tuple[dict, dict, Any]:
+    """Split flat settings into ({group: changes}, program settings, methods); an unknown key is refused naming
+    where it came from (or skipped: a command's own flag). Values are checked where they are used: by their group,
+    or by the field of the method config that declares them (`check_program_value`)."""
     groups: dict[str, dict[str, Any]] = {}
     program: dict[str, Any] = {}
     methods = None
@@ -75,33 +65,21 @@ def route(values: dict[str, Any], origin: str, skip_unknown: bool = False) -> tu
         if key == "methods":
             methods = value
         elif key in GROUP_OF:
-            if isinstance(value, os.PathLike):
-                value = os.fspath(value)
-            if value is not None:
-                check_type(origin, key, value, run_types[key])
-            if key in ("limit", "threads") and value is not None and value < 1:  # `order[:0]` would mean every question
-                raise ConfigError(f"{where(origin, key)}: must be 1 or more, got {value}"
-                                  + ("; omit it to run every question" if key == "limit" else ""))
-            groups.setdefault(GROUP_OF[key], {})[key] = list(value) if isinstance(value, tuple) else value
-        elif key in program_types:
-            if value is not None:
-                check_type(origin, key, value, program_types[key])
-                _check_program_value(origin, key, value)
+            groups.setdefault(GROUP_OF[key], {})[key] = value
+        elif program_field(key) is not None:
             program[key] = value
         elif not skip_unknown:
-            raise ConfigError(f"{origin}: unknown setting {key!r} (run settings: {', '.join(sorted(RUN_FIELDS))}; "
-                              f"program settings: {', '.join(sorted(program_types))})")
+            place = origin if isinstance(origin, str) else origin.get(key, "RunConfig")
+            raise ConfigError(f"{place}: unknown setting {key!r} (run settings: {', '.join(sorted(RUN_FIELDS))}; "
+                              f"program settings: {', '.join(sorted(program_fields()))})")
     return groups, program, methods
 
 
-def _check_program_value(origin: str, key: str, value: Any) -> None:
-    """A program setting's own rule (a budget of at least 1, a known protocol), refused naming where it came from
-    rather than the config class that holds it."""
-    owner = next(c for c in CONFIGS if key in {f.name for f in fields(c)})
-    try:
-        owner.from_dict({key: value}, source=where(origin, key))
-    except ConfigError as exc:
-        raise ConfigError(f"{where(origin, key)}: {str(exc).split(': ', 1)[-1]}") from None
+def check_program_value(key: str, value: Any, origin: str) -> Any:
+    """A program setting checked once, by the field of the config that declares it (its type, choices and rule),
+    naming where the value came from: a value no method of the run has is caught as early as one it has."""
+    owner, spec = program_field(key)
+    return check_value(spec, typing.get_type_hints(owner)[key], value, where(origin, key))
 
 
 def method_choices(methods: Any, program_settings: dict[str, Any]) -> tuple[MethodChoice, ...]:
@@ -141,7 +119,9 @@ class RunConfig:
     control: RunControl
     tracking: TrackingSettings
     methods: tuple[MethodChoice, ...]
-    program_settings: dict[str, Any] = field(default_factory=dict)
+    # the program settings the run was given (read-only; each checked once by the field that declares it): the one
+    # input every method's typed config is made from, here and for a method a job adds (fit's candidates)
+    program_settings: Mapping[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # setting -> where it came from (flag, file, default)
 
     def __init__(self, data: DataSettings | None = None, index: IndexSettings | None = None,
@@ -153,17 +133,26 @@ class RunConfig:
         for name, group in given.items():
             if group is not None and not isinstance(group, GROUPS[name]):
                 raise ConfigError(f"RunConfig.{name}: must be a {GROUPS[name].__name__}, got {group!r}")
-        changes, program, flat_methods = route(settings, "RunConfig")
+        sources = dict(sources or {})
+        origin = {key.replace("-", "_"): sources.get(key.replace("-", "_"), "RunConfig") for key in settings}
+        changes, program, flat_methods = route(settings, origin)
         if not isinstance(program_settings or {}, dict):
             raise ConfigError(f"RunConfig.program_settings: must be a table, got {program_settings!r}")
-        program = {**(program_settings or {}), **program}
-        for name, cls in GROUPS.items():
-            group = given[name] or cls()
-            object.__setattr__(self, name, group.replace(**changes[name]) if name in changes else group)
-        object.__setattr__(self, "program_settings", program)
-        object.__setattr__(self, "sources", dict(sources or {}))
-        object.__setattr__(self, "methods", method_choices(
-            flat_methods if flat_methods is not None else methods, program))
+        program_settings = {k: v for k, v in (program_settings or {}).items() if k != "method"}  # (a manifest's)
+        unknown = sorted(set(program_settings) - program_fields())
+        if unknown:
+            raise ConfigError(f"RunConfig.program_settings: no method has setting {', '.join(map(repr, unknown))}")
+        program = {**program_settings, **program}
+        places = {k: sources.get(k, origin.get(k, "RunConfig.program_settings")) for k in program}
+        program = {k: check_program_value(k, v, places[k]) for k, v in program.items()}
+        with origins({**places, **origin}):
+            for name, cls in GROUPS.items():
+                group = given[name] or cls()
+                object.__setattr__(self, name, group.replace(**changes[name]) if name in changes else group)
+            object.__setattr__(self, "program_settings", MappingProxyType(program))
+            object.__setattr__(self, "sources", sources)
+            object.__setattr__(self, "methods", method_choices(
+                flat_methods if flat_methods is not None else methods, program))
 
     @property
     def method_names(self) -> list[str]:
@@ -196,13 +185,13 @@ class RunConfig:
                                                if k not in ("program_settings", "sources")}, "RunConfig")
         for name, group_changes in routed.items():
             groups[name] = groups[name].replace(**group_changes)
-        new_program = {**changes.get("program_settings", self.program_settings), **program}
+        new_program = {**changes.get("program_settings", dict(self.program_settings)), **program}
         methods = flat_methods
         if methods is None:
             methods = tuple(m.name if m.config == method_config(m.name, self.program_settings, source="settings")
                             else m for m in self.methods) if new_program != self.program_settings else self.methods
         return RunConfig(**groups, methods=methods, program_settings=new_program,
-                         sources=changes.get("sources", self.sources))
+                         sources={**changes.get("sources", self.sources)})
 
 
 RUN_FIELDS = set(GROUP_OF) | {"methods"}

@@ -1,4 +1,5 @@
-"""Typed settings of each job, in the style of the method configs: fields with defaults, checked on creation.
+"""Typed settings of each job: `Settings` (hyporag.foundation.settings) whose fields declare their type, allowed
+values, rule, flag and help once; the command line's flags are made from them.
 
 A job is `hyporag.<job>(settings, run=RunConfig(...), ...)`. `RunConfig` holds what every job shares (data, LMs,
 index, seed, threads); these hold what one job adds. `from_dict` reads a project file's `[fit]`, `[tune]`, ...
@@ -7,33 +8,51 @@ table (or any mapping), refusing an unknown key or a wrong-typed value naming wh
 
 from __future__ import annotations
 
-import dataclasses
-import typing
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from hyporag.eval.ci_gate import parse_bars
+from hyporag.eval.dspy_metrics import METRICS, OBJECTIVES
 from hyporag.eval.shards import Shard
 from hyporag.foundation.errors import ConfigError
-from hyporag.programs.config import _base_type
+from hyporag.foundation.settings import Settings, above, at_least, setting
+from hyporag.optimizers.compile import AUTO, OPTIMIZERS
 from hyporag.programs.registry import method_entry
 
-OPTIMIZERS = ("bootstrap", "bootstrap-rs", "mipro", "gepa")
-METRICS = ("accuracy", "dur", "combined")
-OBJECTIVES = ("accuracy", "log-p-gold", "margin")
-AUTO = ("light", "medium", "heavy")
+
+def _shard(value: Any) -> str | None:
+    try:
+        Shard.parse(value, "shard")
+    except ConfigError as exc:
+        return str(exc).split(": ", 1)[-1]
+    return None
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(m.strip() for m in text.split(",") if m.strip())
+
+
+def _splits(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise ConfigError(f"--splits {text!r}: give three fractions, e.g. 0.5,0.25,0.25") from None
+
+
+def _fraction(value: Any) -> str | None:
+    return None if 0 < value < 1 else f"must be between 0 and 1, got {value}"
 
 
 @dataclass(frozen=True)
-class JobSettings:
+class JobSettings(Settings):
     job: ClassVar[str] = "job"
-    CHOICES: ClassVar[dict[str, tuple]] = {}
     OWN: ClassVar[frozenset[str]] = frozenset()  # keys this job takes although RunConfig has a field of that name
 
-    def __post_init__(self) -> None:
-        for name, allowed in self.CHOICES.items():
-            value = getattr(self, name)
-            if value is not None and value not in allowed:
-                raise ConfigError(f"{self.job}: {name} must be one of {', '.join(allowed)}, got {value!r}")
+    @classmethod
+    def owner(cls) -> str:
+        return cls.job
+
+    def check(self) -> None:
         for name in ("method", "methods"):  # a misspelt method is refused here, not when the job has begun
             value = getattr(self, name, None)
             for method in (value,) if isinstance(value, str) else value or ():
@@ -41,38 +60,7 @@ class JobSettings:
                     try:
                         method_entry(method)
                     except ConfigError as exc:
-                        raise ConfigError(f"{self.job}: {name}: {exc}") from None
-
-    @classmethod
-    def field_names(cls) -> set[str]:
-        return {f.name for f in fields(cls)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], source: str = "settings", base: JobSettings | None = None):
-        """`base` (or the defaults) with `data` on top; `source` names where `data` came from in errors."""
-        hints = typing.get_type_hints(cls)
-        known = cls.field_names()
-        values = dataclasses.asdict(base) if base is not None else {}
-        for key, value in data.items():
-            key = key.replace("-", "_")
-            if key not in known:
-                raise ConfigError(f"{source}: {cls.job} has no setting {key!r} (it has {', '.join(sorted(known))})")
-            kind = _base_type(hints[key])
-            if value is not None and kind in (int, float, str, bool, tuple, dict):
-                ok = (isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float
-                      else isinstance(value, (list, tuple)) if kind is tuple
-                      else isinstance(value, int) and not isinstance(value, bool) if kind is int
-                      else isinstance(value, kind))
-                if not ok:
-                    raise ConfigError(f"{source}: {key} must be {kind.__name__}, got {value!r}")
-            values[key] = tuple(value) if isinstance(value, list) else value
-        try:
-            return cls(**values)
-        except TypeError as exc:
-            raise ConfigError(f"{source}: {cls.job}: {exc}") from None
-
-    def replace(self, **changes: Any):
-        return dataclasses.replace(self, **changes)
+                        self.refuse(name, str(exc))
 
 
 @dataclass(frozen=True)
@@ -80,129 +68,143 @@ class EvalSettings(JobSettings):
     """A CI gate on top of an evaluation: accuracy bars per method and a JUnit file."""
 
     job: ClassVar[str] = "eval"
-    fail_under: dict[str, float] = field(default_factory=dict)  # method -> lowest passing accuracy
-    junit: str | None = None
-    shard: str | None = None  # "I/N": every N-th question of the seeded list, from the I-th (hyporag merge joins)
+    fail_under: dict[str, float] = setting(flag="--fail-under", default_factory=dict, action="append",
+                                           metavar="METHOD=ACC", parse=parse_bars, help="exit 1 when METHOD's "
+                                           "accuracy is below ACC (repeatable): a CI gate")
+    junit: str | None = setting(None, flag="--junit", metavar="PATH", help="write a JUnit XML file, one test case "
+                                "per method")
+    shard: str | None = setting(None, flag="--shard", metavar="I/N", rule=_shard, help="run every N-th question "
+                                "from the I-th, every method (one machine's part of a run; give each shard its own "
+                                "--out and join them with hyporag merge)")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_shard(self.job, self.shard)
-        if not isinstance(self.fail_under, dict):
-            raise ConfigError(f"{self.job}: fail_under must be a table of METHOD = ACCURACY, got {self.fail_under!r}")
+    def check(self) -> None:
+        super().check()
         for method, bar in self.fail_under.items():  # checked before any call, as --fail-under is
             if isinstance(bar, bool) or not isinstance(bar, (int, float)) or not 0.0 <= bar <= 1.0:
-                raise ConfigError(f"{self.job}: fail_under.{method} = {bar!r}: an accuracy bar is a number in [0, 1] "
-                                  "(0.55, not 55)")
+                self.refuse("fail_under", f"{method} = {bar!r}: an accuracy bar is a number in [0, 1] (0.55, not 55)")
 
 
 @dataclass(frozen=True)
 class SplitSettings(JobSettings):
     """Which questions an optimizer sees: a split of the run's dataset, or explicit train and validation sets."""
 
-    method: str | None = None  # None: the run's --program's method
-    metric: str = "accuracy"
-    allow_test: bool = False
-    out: str | None = None  # the artifact directory to write
-    val_fraction: float = 0.3
-    trainset: str | None = None
-    valset: str | None = None
+    method: str | None = setting(None, flag="--method", help="method to optimize (implied by --program)")
+    metric: str = setting("accuracy", flag="--metric", choices=METRICS, help="what the optimizer scores (default "
+                          "accuracy)")
+    allow_test: bool = setting(False, flag="--allow-test", help="permit tuning on a test split (don't)")
+    out: str | None = setting(None, flag="--out", help="artifact directory to write")
+    val_fraction: float = setting(0.3, flag="--val-fraction", rule=_fraction, help="validation share of the split "
+                                  "(default 0.3)")
+    trainset: str | None = setting(None, flag="--trainset", help="explicit train set (name or file) instead of "
+                                   "splitting --dataset")
+    valset: str | None = setting(None, flag="--valset", help="explicit validation set (name or file)")
 
-    CHOICES: ClassVar[dict[str, tuple]] = {"metric": METRICS}
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0 < self.val_fraction < 1:
-            raise ConfigError(f"{self.job}: val_fraction must be between 0 and 1, got {self.val_fraction}")
+    def check(self) -> None:
+        super().check()
         if bool(self.trainset) != bool(self.valset):
-            raise ConfigError(f"{self.job}: trainset and valset go together")
+            self.refuse("valset" if self.trainset else "trainset", "trainset and valset go together")
+
+
+PROMPTS = "prompts"  # flags of the prompt optimizer (compile, fit)
+STUDY = "study"  # flags of the Optuna study (tune, fit)
 
 
 @dataclass(frozen=True)
 class CompileSettings(SplitSettings):
     job: ClassVar[str] = "compile"
-    optimizer: str = "bootstrap"
-    auto: str = "light"
-    max_demos: int = 2
-    max_metric_calls: int | None = None  # GEPA: program runs instead of an --auto preset
-    reflection_lm: str | None = None  # the LM writing new instructions (default: the hypothesis LM)
-
-    CHOICES: ClassVar[dict[str, tuple]] = {"metric": METRICS, "optimizer": OPTIMIZERS, "auto": AUTO}
+    optimizer: str = setting("bootstrap", flag="--optimizer", choices=OPTIMIZERS, help="DSPy teleprompter (default "
+                             "bootstrap)")
+    auto: str = setting("light", flag="--auto", choices=AUTO, help="MIPROv2/GEPA preset (default light)")
+    max_demos: int = setting(2, flag="--max-demos", rule=at_least(0), help="few-shot demos per predictor (default 2)")
+    max_metric_calls: int | None = setting(None, flag="--max-metric-calls", rule=at_least(1), help="GEPA: stop after "
+                                           "this many program runs instead of an --auto preset (each run is a full "
+                                           "program call)")
+    reflection_lm: str | None = setting(None, flag="--reflection-lm", help="LM that writes new instructions (GEPA's "
+                                        "reflection, MIPROv2's prompt model); default the hypothesis LM")
 
 
 @dataclass(frozen=True)
 class TuneSettings(SplitSettings):
     job: ClassVar[str] = "tune"
-    study: str = "hyporag"
-    trials: int = 20
-    storage: str | None = None  # journal file or RDB URL; default runs/studies/<study>.journal
-    modes: str | None = None  # retriever modes to search, e.g. "bm25,dense"
-    heartbeat: int = 10
-    objective: str = "accuracy"  # what the study maximises (eval.dspy_metrics.objective_metric)
-
-    CHOICES: ClassVar[dict[str, tuple]] = {"metric": METRICS, "objective": OBJECTIVES}
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.trials < 0:  # 0: open the study and the index, run nothing (what a worker pool's setup does)
-            raise ConfigError(f"tune: trials must be 0 or more, got {self.trials}")
+    study: str = setting("hyporag", flag="--study", help="the study's name (required on the command line)",
+                         required=True)
+    trials: int = setting(20, flag="--trials", rule=at_least(0), help="Optuna trials (default 20; 0 opens the study "
+                          "and the index and runs nothing, as a worker pool's setup does)")
+    storage: str | None = setting(None, flag="--storage", help="journal file path or RDB URL (postgresql://...); "
+                                  "default a journal file under runs/studies/")
+    modes: str | None = setting(None, flag="--modes", help="retriever modes to search, e.g. bm25,dense,hybrid")
+    heartbeat: int = setting(10, flag="--heartbeat", rule=at_least(1), help="RDB storages: seconds between a "
+                             "worker's heartbeats; a trial silent for 3 heartbeats is failed and re-queued once "
+                             "(default 10)")
+    objective: str = setting("accuracy", flag="--objective", choices=OBJECTIVES, help="what the study maximises: "
+                             "accuracy (default; the reader's mean log p of the correct option breaks ties), "
+                             "log-p-gold, or margin (docs/results/margin.md)")
 
 
 @dataclass(frozen=True)
 class FitSettings(JobSettings):
     job: ClassVar[str] = "fit"
-    out: str | None = None  # the fit directory (its artifact is <out>/artifact)
-    method: str | None = None
-    splits: tuple[float, float, float] = (0.5, 0.25, 0.25)
-    trials: int = 6
-    optimizer: str | None = "bootstrap"  # None: tune the numbers only
-    metric: str = "accuracy"
-    auto: str = "light"
-    max_demos: int = 2
-    max_metric_calls: int | None = None
-    reflection_lm: str | None = None
-    storage: str | None = None
-    modes: str | None = None
-    allow_test: bool = False
-    objective: str = "accuracy"  # what the tune stage's study maximises (eval.dspy_metrics.objective_metric)
+    out: str | None = setting(None, flag="--out", help="the fit directory to write (its artifact is <out>/artifact)")
+    method: str | None = setting(None, flag="--method", help="one method to fit (implied by --program)")
+    splits: tuple[float, float, float] = setting((0.5, 0.25, 0.25), flag="--splits", parse=_splits,
+                                                 help="train,validation,held-out fractions (seeded; default "
+                                                 "0.5,0.25,0.25)")
+    trials: int = setting(6, flag="--trials", rule=at_least(1), help="Optuna trials per candidate (default 6)")
+    optimizer: str | None = setting("bootstrap", flag="--optimizer", choices=OPTIMIZERS, help="DSPy teleprompter "
+                                    "(default bootstrap; --skip-prompts for none)")
+    metric: str = setting("accuracy", flag="--metric", choices=METRICS, help="default accuracy")
+    auto: str = setting("light", flag="--auto", choices=AUTO, help="MIPROv2/GEPA preset (default light)")
+    max_demos: int = setting(2, flag="--max-demos", rule=at_least(0), help="few-shot demos per predictor (default 2)")
+    max_metric_calls: int | None = setting(None, flag="--max-metric-calls", rule=at_least(1), help="GEPA: stop after "
+                                           "this many program runs instead of an --auto preset")
+    reflection_lm: str | None = setting(None, flag="--reflection-lm", help="LM that writes new instructions (GEPA's "
+                                        "reflection, MIPROv2's prompt model); default the hypothesis LM")
+    storage: str | None = setting(None, flag="--storage", help="journal file path or RDB URL (postgresql://...); "
+                                  "default a journal file inside --out")
+    modes: str | None = setting(None, flag="--modes", help="retriever modes to search, e.g. bm25,dense,hybrid")
+    allow_test: bool = setting(False, flag="--allow-test", help="permit fitting on a test split (don't)")
+    objective: str = setting("accuracy", flag="--objective", choices=OBJECTIVES, help="what the tune stage's study "
+                             "maximises: accuracy (default; log p of the correct option breaks ties), log-p-gold, or "
+                             "margin")
     # several candidate methods: each tuned on the same split, one chosen on validation by a stated rule
     # (optimizers.selection), confirmed on held-out; `method` alone is the one-candidate fit
-    methods: tuple[str, ...] = ()
-    max_minutes: float | None = None  # stop cleanly at a stage boundary once this much time has passed (resumable)
-    max_calls_per_question: float | None = None  # a candidate costing more LM calls per question is not chosen
+    methods: tuple[str, ...] = setting((), flag="--methods", parse=_names, help="candidate methods, comma-separated: "
+                                       "each tuned on the same split, one chosen on validation by a stated rule and "
+                                       "confirmed on held-out (default without --method: rag,hcqr,chr,"
+                                       "option-contrast; cot is always measured as the no-retrieval reference)")
+    max_minutes: float | None = setting(None, flag="--max-minutes", rule=above(0), help="stop cleanly at the next "
+                                        "stage boundary after this long (re-run the same command to resume)")
+    max_calls_per_question: float | None = setting(None, flag="--max-calls-per-question", rule=above(0),
+                                                   help="a candidate costing more LM calls per question on "
+                                                   "validation is not chosen")
 
-    CHOICES: ClassVar[dict[str, tuple]] = {"metric": METRICS, "optimizer": OPTIMIZERS, "auto": AUTO,
-                                           "objective": OBJECTIVES}
     OWN: ClassVar[frozenset[str]] = frozenset({"methods"})
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
+        super().check()
         if len(self.splits) != 3 or any(not isinstance(f, (int, float)) or f <= 0 for f in self.splits) \
                 or abs(sum(self.splits) - 1.0) > 1e-6:
-            raise ConfigError(f"fit: splits {self.splits}: give three positive fractions that add up to 1")
-        if self.trials < 1:
-            raise ConfigError(f"fit: trials must be 1 or more, got {self.trials}")
+            self.refuse("splits", f"{self.splits}: give three positive fractions that add up to 1")
         if self.method and self.methods:
-            raise ConfigError("fit: give method (one candidate) or methods (several), not both")
-        if isinstance(self.methods, str) or any(not isinstance(m, str) or not m for m in self.methods):
-            raise ConfigError(f"fit: methods must be a list of method names, got {self.methods!r}")
-        for name in ("max_minutes", "max_calls_per_question"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-                raise ConfigError(f"fit: {name} must be a number above 0, got {value!r}")
+            self.refuse("methods", "give method (one candidate) or methods (several), not both")
+        if any(not isinstance(m, str) or not m for m in self.methods):
+            self.refuse("methods", f"must be a list of method names, got {self.methods!r}")
 
 
 @dataclass(frozen=True)
 class ReproduceSettings(JobSettings):
     job: ClassVar[str] = "reproduce"
-    table: str | None = None
-    datasets: tuple[str, ...] | None = None  # None: the table's own
-    methods: tuple[str, ...] | None = None
-    out: str = "runs/reproduce"
-    shard: str | None = None  # "I/N" in every cell (give each shard its own --out; hyporag merge joins them)
+    table: str | None = None  # the command line's positional TABLE
+    datasets: tuple[str, ...] | None = setting(None, flag="--datasets", parse=_names, help="run only these of the "
+                                               "table's datasets (comma-separated)")
+    methods: tuple[str, ...] | None = setting(None, flag="--methods", parse=_names, help="run only these of the "
+                                              "table's methods (comma-separated)")
+    out: str = setting("runs/reproduce", flag="--out", help="results root (default runs/reproduce); cells go to "
+                       "<out>/<table>/")
+    shard: str | None = setting(None, flag="--shard", metavar="I/N", rule=_shard, help="every cell on every N-th "
+                                "question from the I-th (give each shard its own --out; hyporag merge joins them)")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_shard(self.job, self.shard)
+    OWN: ClassVar[frozenset[str]] = frozenset({"methods"})
 
 
 @dataclass(frozen=True)
@@ -211,27 +213,31 @@ class EmbedSettings(JobSettings):
     The corpus, encoder (`embedder`) and torch threads are the RunConfig's, as for `index build`."""
 
     job: ClassVar[str] = "embed"
-    out: str | None = None  # the vectors folder (what `index build --vectors` takes)
-    ray: str | None = None  # "auto", "host:6379" or "ray://host:10001"; None: this machine
-    concurrency: int = 2  # Ray actors (each loads the encoder once)
-    cpus_per_actor: float = 1.0
-    gpus_per_actor: float = 0.0  # 1 on a GPU cluster: one encoder per GPU
-    processes: int = 1  # without Ray: sentence-transformers' multi-process pool (one per local GPU, or CPUs)
-    shard_size: int = 10_000  # passages a shard: the unit of resuming
-    batch_size: int = 64
-    window: int = 100_000  # passages handed to Ray at a time (bounds the driver's memory)
-    max_seq_length: int | None = None
-    max_passage_chars: int = 1800  # split long passages as `index build` does, so the ids match its store
+    out: str | None = setting(None, flag="--out", help="the vectors folder (re-running the same command resumes it)")
+    ray: str | None = setting(None, flag="--ray", metavar="ADDRESS", help="run on a Ray cluster: auto, host:6379 or "
+                              "ray://host:10001 (needs pip install 'hyporag[ray]' on every node)")
+    concurrency: int = setting(2, flag="--concurrency", rule=at_least(1), help="Ray actors, each with its own encoder "
+                               "(default 2)")
+    cpus_per_actor: float = setting(1.0, flag="--cpus-per-actor", rule=above(0), help="CPUs each Ray actor reserves "
+                                    "(default 1)")
+    gpus_per_actor: float = setting(0.0, flag="--gpus-per-actor", rule=at_least(0), help="GPUs each Ray actor "
+                                    "reserves (default 0; 1 on GPU nodes)")
+    processes: int = setting(1, flag="--processes", rule=at_least(1), help="without --ray: sentence-transformers "
+                             "processes on this machine (one per GPU, or CPU processes; default 1)")
+    shard_size: int = setting(10_000, flag="--shard-size", rule=at_least(1), help="passages a shard, the unit of "
+                              "resuming (default 10000)")
+    batch_size: int = setting(64, flag="--batch-size", rule=at_least(1), help="passages an encoder call (default 64)")
+    window: int = setting(100_000, flag="--window", rule=at_least(1), help="passages handed to Ray at a time "
+                          "(default 100000)")
+    max_seq_length: int | None = setting(None, flag="--max-seq-length", rule=at_least(1), help="truncate passages "
+                                         "for the encoder (MiniLM default 256)")
+    max_passage_chars: int = setting(1800, flag="--max-passage-chars", rule=at_least(1), help="split longer passages "
+                                     "as index build does (default 1800; give index build the same)")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("concurrency", "processes", "shard_size", "batch_size", "window", "max_passage_chars"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"embed: {name} must be 1 or more, got {getattr(self, name)}")
-        if self.cpus_per_actor <= 0 or self.gpus_per_actor < 0:
-            raise ConfigError("embed: cpus_per_actor must be > 0 and gpus_per_actor >= 0")
+    def check(self) -> None:
+        super().check()
         if self.ray and self.processes > 1:
-            raise ConfigError("embed: processes is for this machine; on Ray give concurrency (actors) instead")
+            self.refuse("processes", "is for this machine; on Ray give concurrency (actors) instead")
 
 
 def check_shard(job: str, shard: str | None) -> None:

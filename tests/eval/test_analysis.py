@@ -9,10 +9,10 @@ from dspy.utils import DummyLM
 
 from hyporag.eval import paper_analyses as analysis
 from hyporag.eval.ci_gate import check_bars, parse_bars, write_junit
-from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.evidence import option_evidence
 from hyporag.eval.mcnemar import mcnemar_exact, paired_comparison
 from hyporag.foundation.errors import HyporagError
+from hyporag.jobs.evaluate import run_evaluation
 from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
 from hyporag.programs.judge import ContextJudge

@@ -182,7 +182,7 @@ def test_objectives_score_the_readers_belief_and_accuracy_stays_first():
     assert tie(example, dspy.Prediction(answer="A")) == 1.0  # no logprobs: plain accuracy
     assert objective_metric("log-p-gold", accuracy)(example, said("B", -6.0)) == 0.0  # clipped at -5
     assert objective_metric("margin", accuracy)(example, said("A", math.log(0.5))) == pytest.approx(0.5)
-    with pytest.raises(ConfigError, match="objective must be one of"):
+    with pytest.raises(ConfigError, match="objective: must be one of"):
         TuneSettings(objective="loss")
     args = build_parser().parse_args(["fit", "--method", "rag", "--objective", "margin"])
     assert load_settings(args, FitSettings)[1].objective == "margin"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.row import ResultRow
 from hyporag.eval.summary import fallback_counts
+from hyporag.jobs.evaluate import run_evaluation
 from hyporag.programs.baselines import SimpleRAG
 from tests.conftest import dummy_roles
 

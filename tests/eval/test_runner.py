@@ -8,9 +8,9 @@ import os
 import pytest
 from dspy.utils import DummyLM
 
-from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.results_store import ResultsStore
 from hyporag.foundation.errors import HyporagError
+from hyporag.jobs.evaluate import run_evaluation
 from hyporag.lm.client import LMRoles
 from hyporag.programs import make_program
 from tests.conftest import dummy_roles

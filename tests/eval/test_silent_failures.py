@@ -10,8 +10,8 @@ from dspy.utils import DummyLM
 
 from hyporag.cli import main
 from hyporag.eval.dspy_metrics import accuracy
-from hyporag.eval.evaluate import run_evaluation
 from hyporag.foundation.errors import RunFailedError
+from hyporag.jobs.evaluate import run_evaluation
 from hyporag.optimizers.compile import score
 from hyporag.programs import make_program
 

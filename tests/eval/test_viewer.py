@@ -10,9 +10,9 @@ import shutil
 import pytest
 from dspy.utils import DummyLM
 
-from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.viewer import write_view
 from hyporag.foundation.errors import HyporagError
+from hyporag.jobs.evaluate import run_evaluation
 from hyporag.lm.client import LMRoles
 from hyporag.programs.baselines import CoT, SimpleRAG
 from tests.conftest import dummy_roles

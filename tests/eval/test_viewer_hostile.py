@@ -14,9 +14,9 @@ import urllib.request
 import pytest
 
 from hyporag.cli import main
-from hyporag.eval.evaluate import run_evaluation
 from hyporag.eval.viewer import page, run_data, serve_view, write_view
 from hyporag.foundation.errors import HyporagError
+from hyporag.jobs.evaluate import run_evaluation
 from hyporag.programs.baselines import CoT, SimpleRAG
 from tests.conftest import dummy_roles, sigint_default
 from tests.eval.test_viewer import chromium

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from hyporag.cli import main
-from hyporag.eval.evaluate import run_evaluation
 from hyporag.foundation.errors import BackendError, RunFailedError
+from hyporag.jobs.evaluate import run_evaluation
 from hyporag.lm.client import LMRoles, build_lm
 from hyporag.programs import make_program
 

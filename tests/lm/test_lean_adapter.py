@@ -82,7 +82,7 @@ class CachingEngine:
 
 
 def test_schema_is_sent_and_processed_tokens_are_sent_minus_cached(tiny_retriever):
-    from hyporag.eval.evaluate import result_row
+    from hyporag.eval.engine import result_row
     from hyporag.eval.summary import format_table, summarize
 
     engine = CachingEngine([SCRIPTS["hcqr"][0], SCRIPTS["hcqr"][1], {"answer": "B"}], [0, 60, 70])

@@ -107,7 +107,7 @@ def test_each_command_reads_its_own_table_of_the_project_file(tmp_path, monkeypa
     for text, message in (('trials = 3\n', "trials is a setting of tune and fit; put it under \\[tune\\]"),
                           ('[fitt]\ntrials = 3\n', "unknown table \\[fitt\\]"),
                           ('[fit]\ntrails = 3\n', "\\[fit\\]: unknown setting 'trails'"),
-                          ('[fit]\ntrials = "3"\n', "\\[fit\\]: trials must be int")):
+                          ('[fit]\ntrials = "3"\n', "\\[fit\\]: trials: must be a whole number")):
         (tmp_path / "hyporag.toml").write_text(text)
         with pytest.raises(HyporagError, match=message):
             load_settings(build_parser().parse_args(["fit"]), FitSettings)

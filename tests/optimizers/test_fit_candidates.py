@@ -113,9 +113,9 @@ def test_the_cost_is_printed_before_any_call_and_an_unknown_candidate_is_refused
         def forward(self, *args, **kwargs):
             raise RuntimeError("no call was expected yet")
 
-    with pytest.raises(ConfigError, match="fit: methods: unknown method 'nope'"):  # when the settings are made
+    with pytest.raises(ConfigError, match="fit.methods: unknown method 'nope'"):  # when the settings are made
         project(tmp_path, 12, methods=("rag", "nope"))
-    with pytest.raises(ConfigError, match="fit: method: unknown method 'chrr'"):
+    with pytest.raises(ConfigError, match="fit.method: unknown method 'chrr'"):
         FitSettings(method="chrr")
     assert not (tmp_path / "fit").exists()
     settings, run = project(tmp_path, 12, methods=("rag", "chr"))

@@ -86,5 +86,26 @@ def test_registering_is_checked(plugin):
         hyporag.register_method("title-first", plugin.TitleFirst)
     with pytest.raises(ConfigError, match="not a subclass"):
         hyporag.register_method("other", dict)
-    with pytest.raises(ConfigError, match="title_words must be int"):
+    with pytest.raises(ConfigError, match="title_words: must be a whole number"):
         hyporag.register_method("other", plugin.TitleFirst, {"title_words": "two"})
+
+
+def test_a_registered_methods_setting_works_by_name_flag_and_project_file(plugin, tmp_path, monkeypatch):
+    """The registry is asked, never a list copied at import: after `register_method`, its setting is a setting
+    of RunConfig(...), of the command line and of hyporag.toml, checked by its own field."""
+    from hyporag.cli import build_parser
+    from hyporag.cli.common import load_settings
+
+    run = RunConfig(methods="title-first", title_words=5)
+    assert run.config_for("title-first").title_words == 5 and run.program_settings["title_words"] == 5
+    with pytest.raises(ConfigError, match=r"^RunConfig.title_words: must be a whole number, got 'x'"):
+        RunConfig(methods="title-first", title_words="x")
+    args = build_parser().parse_args(["eval", "--methods", "title-first", "--title-words", "4"])
+    assert load_settings(args)[0].config_for("title-first").title_words == 4
+    (tmp_path / "hyporag.toml").write_text("title_words = 6\n")
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args(["eval", "--methods", "title-first"])
+    assert load_settings(args)[0].config_for("title-first").title_words == 6
+    (tmp_path / "hyporag.toml").write_text("title_words = -1.5\n")
+    with pytest.raises(ConfigError, match=r"hyporag.toml: title_words: must be a whole number"):
+        load_settings(build_parser().parse_args(["eval", "--methods", "title-first"]))

@@ -179,7 +179,7 @@ def test_degenerate_contrast_falls_back_to_the_target_and_is_counted(tiny_retrie
     assert counting.queries == [target]  # one plain search with H+, no contrastive search
     assert [p["id"] for p in prediction.passages] == [h.id for h in tiny_retriever.search(target, 3, mode="hybrid")]
 
-    from hyporag.eval.evaluate import run_evaluation
+    from hyporag.jobs.evaluate import run_evaluation
 
     lm = DummyLM([{"target_hypothesis": target, "mimic_hypothesis": mimic}, ANSWER] * 3)
     program = make_program("chr", retriever=tiny_retriever, roles=LMRoles.from_lms(lm), budget=3, mode="hybrid")

@@ -1,6 +1,8 @@
-"""The one evaluation module: `evaluate` is the loop `hyporag eval`, `compile`'s validation scores and every `tune`
-trial run through; `run_evaluation` runs it into a results directory, resuming what a killed run finished, and
-writes the report and the viewer's page.
+"""The evaluation engine: `answer_all` is the loop `hyporag eval`, `compile`'s validation scores and every `tune`
+trial run through; `record_run` runs it into a results directory, resuming what a killed run finished, and writes
+the run record (rows, questions.jsonl, run.json) and nothing else: the summary files and the page are readers of
+that record (hyporag.eval.report, hyporag.eval.viewer), which the job calls after the engine, as `hyporag report`
+and `hyporag view` call them on any run.
 
 Each (method, question) runs in `run_parallel` (so DSPy's context reaches every thread), becomes one result row,
 and goes to an optional `sink` (the results store) as soon as it is done. A failing question is an error row,
@@ -13,6 +15,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +25,9 @@ from dspy.utils.exceptions import LMAuthError, LMError, LMTransportError
 from hyporag.eval.belief import decision_measures
 from hyporag.eval.evidence import option_evidence
 from hyporag.eval.parallel import run_parallel
-from hyporag.eval.report import report_from_dir
 from hyporag.eval.results_store import ResultsStore
 from hyporag.eval.row import ResultRow, processed_of
 from hyporag.eval.run_questions import question_record, write_questions
-from hyporag.eval.viewer import write_view
 from hyporag.foundation.errors import BackendError, HyporagError, RunFailedError
 from hyporag.lm.client import explain_lm_error
 from hyporag.questions.records import question_fingerprint
@@ -128,7 +129,7 @@ def run_one(program: Callable, example: dspy.Example, method: str, judge: Callab
     return row
 
 
-def evaluate(programs: dict[str, Callable], examples: Sequence[dspy.Example], threads: int = 1,
+def answer_all(programs: dict[str, Callable], examples: Sequence[dspy.Example], threads: int = 1,
              judge: Callable | None = None, metric: Callable | None = None,
              sink: Callable[[dict], None] | None = None, skip: set[tuple[str, str]] = frozenset(),
              progress: bool = False, debug: bool = False, desc: str = "eval") -> list[dict[str, Any]]:
@@ -153,10 +154,22 @@ def evaluate(programs: dict[str, Callable], examples: Sequence[dspy.Example], th
     return rows
 
 
-def run_evaluation(programs: dict[str, Callable], examples: Sequence[dspy.Example], out_dir: str | Path,
-                   settings: dict[str, Any], threads: int = 1, progress: bool = True,
-                   judge: Callable | None = None, debug: bool = False) -> dict:
-    """Evaluate every (question, method) pair not already in `out_dir`; returns the report (summary per method)."""
+@dataclass
+class RunRecord:
+    """What `record_run` wrote: the run directory, its methods (the earlier ones of the directory too), and the rows
+    this call's programs hold now (to refuse a method all of whose questions errored)."""
+
+    out: Path
+    methods: list[str]
+    rows: list[dict[str, Any]]
+    questions: dict[str, dict[str, Any]]
+
+
+def record_run(programs: dict[str, Callable], examples: Sequence[dspy.Example], out_dir: str | Path,
+               settings: dict[str, Any], threads: int = 1, progress: bool = True,
+               judge: Callable | None = None, debug: bool = False) -> RunRecord:
+    """Answer every (question, method) pair not already in `out_dir` and keep the record: rows, the questions
+    asked (questions.jsonl) and the settings (run.json)."""
     out_dir = Path(out_dir)
     fingerprints = {e.id: question_fingerprint(e) for e in examples}
     # the questions this run answers, by content: a report drawn from the directory skips rows of older versions
@@ -177,17 +190,13 @@ def run_evaluation(programs: dict[str, Callable], examples: Sequence[dspy.Exampl
                 print(f"{out_dir}: {len(unjudged)} finished row(s) have no judge label (finished without --dur); "
                       "answering them again with the judge (cached LM calls cost nothing)", file=sys.stderr)
                 skip = skip - unjudged
-        evaluate(programs, examples, threads, judge=judge, sink=store.append, skip=skip, progress=progress,
-                 debug=debug)
+        answer_all(programs, examples, threads, judge=judge, sink=store.append, skip=skip, progress=progress,
+                   debug=debug)
         rows = [r for r in store.latest() if r["method"] in programs
                 and r.get("question_fingerprint") == fingerprints.get(r["question_id"])]
-    # the report and page are drawn from the run record, as `hyporag report` draws them: every method the directory
-    # holds (one added to an earlier run is compared with the earlier ones), on the questions they all finished
-    report = report_from_dir(out_dir)
+        methods = list(store.settings.get("methods") or programs)
     questions = {e.id: {"question": e.question, "options": dict(e.options)} for e in examples}
-    report["view"] = str(write_view([out_dir], questions=questions))
-    refuse_all_errored(rows, out_dir)
-    return report
+    return RunRecord(out_dir, methods, rows, questions)
 
 
 def refuse_all_errored(rows: list[dict], out_dir: Path) -> None:
