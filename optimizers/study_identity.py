@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hyporag.foundation.errors import ConfigError
-from hyporag.optimizers.fit import questions_fingerprint
+from hyporag.optimizers.splits import questions_fingerprint
 
 IDENTITY_ATTR = "hyporag_identity"
 

@@ -17,23 +17,18 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from hyporag.eval.decision import LEAD, paired_measures
-from hyporag.eval.markdown_page import markdown_page
-from hyporag.eval.report import cell
 from hyporag.eval.results_store import read_results
-from hyporag.foundation.atomic import write_json_atomic, write_text_atomic
 from hyporag.foundation.errors import ConfigError, HyporagError
 from hyporag.jobs.builders import build_program, build_retriever
 from hyporag.jobs.evaluate import as_roles, run_evaluation, run_record
-from hyporag.jobs.fit_common import fit_plan, fit_questions
-from hyporag.jobs.fit_result import FitResult
+from hyporag.jobs.fit_plan import Deadline, FitPlan, FitResult, FitState, fit_questions, run_stage
+from hyporag.jobs.fit_report import confirmation, write_candidates_report
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
 from hyporag.jobs.speed import record_run_speed, seconds_per_call
 from hyporag.optimizers.artifact import frozen_config, load_artifact, read_artifact_manifest, save_artifact
-from hyporag.optimizers.fit import Deadline, FitState, questions_fingerprint, run_stage, three_way_split
 from hyporag.optimizers.selection import SelectionRule, select
-from hyporag.optimizers.splits import refuse_test_split
+from hyporag.optimizers.splits import questions_fingerprint, refuse_test_split, three_way_split
 from hyporag.programs.registry import method_config, method_entry
 
 DEFAULT_CANDIDATES = ("rag", "hcqr", "chr", "option-contrast")
@@ -102,9 +97,9 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     refuse_test_split(run.data.dataset, settings.allow_test)
     roles = as_roles(roles, run)
     _, examples, out = fit_questions(settings, run)
-    plan = fit_plan(settings, run, ",".join(methods), questions_fingerprint(examples))
+    plan = FitPlan.of(settings, run, ",".join(methods), questions_fingerprint(examples))
     state = FitState(out, plan)
-    parts = three_way_split(examples, plan.fractions, run.data.seed)
+    parts = three_way_split(examples, settings.splits, run.data.seed)
     budget = method_config(methods[0], run.program_settings).budget
     estimate = cost_estimate(methods, {k: len(v) for k, v in parts.items()}, settings,
                              seconds_per_call(roles, budget), budget)
@@ -160,7 +155,7 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     selection = run_stage(state, "validate", validate, _log, STAGES, deadline)
     chosen, runner_up = selection["chosen"], selection["runner_up"]
 
-    def evaluate_heldout() -> dict:
+    def confirm_on_heldout() -> dict:
         names = list(dict.fromkeys([chosen, rule.simplest, REFERENCE, *([runner_up] if runner_up else [])]))
         programs = {m: frozen(m) if m in methods else build_program(
             m, run, retriever if method_entry(m).program.uses_retrieval else None, roles) for m in names}
@@ -168,11 +163,11 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
         return {"summary": f"held-out {len(heldout)}: " + ", ".join(
             f"{m} {sum(r['correct'] for r in rows if r['method'] == m) / len(heldout):.3f}" for m in names),
                 "accuracy": {m: sum(r["correct"] for r in rows if r["method"] == m) / len(heldout) for m in names},
-                "confirmation": _confirmation(rows, chosen, rule.simplest, run.data.seed)}
+                "confirmation": confirmation(rows, chosen, rule.simplest, run.data.seed)}
 
-    run_stage(state, "evaluate", evaluate_heldout, _log, STAGES, deadline)
+    run_stage(state, "evaluate", confirm_on_heldout, _log, STAGES, deadline)
 
-    def freeze() -> dict:
+    def freeze_choice() -> dict:
         program = frozen(chosen)
         earlier = read_artifact_manifest(out / "candidates" / chosen / "artifact")
         keep = {k: earlier[k] for k in ("optimizer", "metric", "objective", "splits", "validation", "cost")
@@ -182,8 +177,8 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
         save_artifact(out / "artifact", program, retriever, roles.specs(), {**keep, "selection": record})
         return {"summary": f"{chosen} frozen to {out / 'artifact'}", "artifact": str(out / "artifact")}
 
-    run_stage(state, "freeze", freeze, _log, STAGES)
-    run_stage(state, "report", lambda: _write_report(out, state, methods), _log, STAGES)
+    run_stage(state, "freeze", freeze_choice, _log, STAGES)
+    run_stage(state, "report", lambda: write_candidates_report(out, state, methods), _log, STAGES)
     return FitResult(out, state.data)
 
 
@@ -195,69 +190,3 @@ def _candidates_record(out: Path, methods: list[str]) -> dict:
         cost[method] = {name: {"seconds": s.get("seconds", 0), "lm_calls": s.get("lm_calls", 0)}
                         for name, s in stages.items()}
     return {"summary": f"{len(methods)} tuned and frozen", "cost": cost}
-
-
-def _confirmation(rows: list[dict], chosen: str, simplest: str, seed: int) -> dict:
-    """Whether held-out agrees with the choice: the chosen program against the simplest (rag), paired (accuracy and
-    log p(gold))."""
-    if chosen == simplest:
-        return {"confirms": None, "text": f"{simplest} was kept (no candidate beat it beyond chance on validation); "
-                                          "held-out shows how it compares with cot and the runner-up"}
-    paired = paired_measures(rows, simplest, seed).get(chosen) or {}
-    accuracy, lead = paired.get("accuracy") or {}, paired.get(LEAD) or {}
-    confirms = (accuracy.get("mean") or 0) >= 0 and (lead.get("mean") or 0) > 0
-    text = (f"{chosen} against {simplest} on held-out: accuracy {cell(accuracy.get('mean'), '{:+.3f}')} (McNemar p "
-            f"{cell(accuracy.get('mcnemar_p'))}), log p(gold) {cell(lead.get('mean'), '{:+.3f}')} (95% CI "
-            f"{cell(lead.get('ci95_low'), '{:+.3f}')} to {cell(lead.get('ci95_high'), '{:+.3f}')}): "
-            + ("held-out agrees with the choice" if confirms else "held-out does not confirm the choice"))
-    return {"confirms": confirms, "text": text, "paired": paired}
-
-
-def heldout_lines(accuracy: dict[str, float], paired: dict[str, dict], chosen: str) -> list[str]:
-    """Held-out, every program paired against the chosen one on the same questions: accuracy with McNemar, the
-    lead measure and the margin with a bootstrap interval and Wilcoxon."""
-
-    def continuous(entry: dict) -> str:
-        if entry.get("mean") is None:
-            return "– | –"
-        return (f"{entry['mean']:+.3f} ({entry['ci95_low']:+.2f} to {entry['ci95_high']:+.2f}) | "
-                f"{cell(entry.get('wilcoxon_p'))}")
-
-    lines = ["", f"| held-out | accuracy | Δ accuracy vs {chosen} | McNemar p | Δ log p(gold) (95% CI) | Wilcoxon p | "
-             "Δ margin (95% CI) | Wilcoxon p |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for method, value in accuracy.items():
-        if method == chosen:
-            lines.append(f"| {method} (chosen) | {value:.3f} | | | | | | |")
-            continue
-        entry = paired.get(method) or {}
-        acc = entry.get("accuracy") or {}
-        lines.append(f"| {method} | {value:.3f} | {cell(acc.get('mean'), '{:+.3f}')} | {cell(acc.get('mcnemar_p'))} | "
-                     f"{continuous(entry.get(LEAD) or {})} | {continuous(entry.get('margin') or {})} |")
-    return lines
-
-
-def _write_report(out: Path, state: FitState, methods: list[str]) -> dict:
-    stages = state.data["stages"]
-    selection, heldout = stages["validate"], stages["evaluate"]
-    lines = [f"# hyporag fit: {', '.join(methods)} on {state.plan.dataset}", "",
-             f"Rule: {selection['rule']['text']}.", "",
-             "| candidate | validation accuracy | log p(gold) | LM calls/q | verdict |", "|---|---:|---:|---:|---|"]
-    for method in selection["ranking"]:
-        s = selection["scores"][method]
-        lines.append(f"| {method}{' (chosen)' if method == selection['chosen'] else ''} | {s['accuracy']:.3f} | "
-                     f"{cell(s['log_p_gold'])} | {s['calls_per_q']:.2f} | {selection['verdicts'][method]} |")
-    paired = paired_measures(read_results(out / "heldout"), selection["chosen"], state.plan.seed)
-    lines += heldout_lines(heldout["accuracy"], paired, selection["chosen"])
-    lines += ["", heldout["confirmation"]["text"] + ".", "",
-              "| candidate | stage | seconds | LM calls |", "|---|---|---:|---:|"]
-    for method, cost in stages["candidates"]["cost"].items():
-        lines += [f"| {method} | {name} | {c['seconds']:.0f} | {c['lm_calls']} |" for name, c in cost.items()]
-    lines += [f"| (all) | {name} | {s['seconds']:.0f} | {s['lm_calls']} |" for name, s in stages.items()
-              if name in ("validate", "evaluate")]
-    write_text_atomic(out / "report.md", "\n".join(lines) + "\n")
-    links = [(f"{name} questions, side by side", f"{name}/report.html") for name in ("validation", "heldout")
-             if (out / name / "report.html").is_file()]
-    write_text_atomic(out / "report.html", markdown_page("\n".join(lines), f"hyporag fit: {out.name}", links))
-    write_json_atomic(out / "report.json", {"plan": state.data["plan"], "estimate": state.data.get("estimate"),
-                                            "stages": stages, "heldout_paired_vs_chosen": paired})
-    return {"summary": f"report.md, report.html ({selection['chosen']} chosen)"}

@@ -1,4 +1,5 @@
-"""The report a fit ends with: time and LM calls per stage, held-out accuracy with 95% intervals, paired tests."""
+"""The report a fit ends with: time and LM calls per stage, held-out accuracy with 95% intervals, paired tests; for
+several candidates, the rule, each candidate's validation scores and stages, and held-out paired against the pick."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ import json
 import shutil
 from pathlib import Path
 
+from hyporag.eval.decision import LEAD, paired_measures
+from hyporag.eval.markdown_page import markdown_page
 from hyporag.eval.mcnemar import paired_comparison
-from hyporag.eval.report import summaries
-from hyporag.eval.results_store import latest_rows, read_rows, read_run_settings
+from hyporag.eval.report import cell, summaries
+from hyporag.eval.results_store import latest_rows, read_results, read_rows, read_run_settings
 from hyporag.eval.row import ResultRow
 from hyporag.foundation.atomic import write_json_atomic, write_text_atomic
+from hyporag.jobs.fit_plan import FitState
 
 
 def _paired(rows: list[dict], a: str, b: str) -> dict:
@@ -19,7 +23,7 @@ def _paired(rows: list[dict], a: str, b: str) -> dict:
     return paired_comparison(by[a], by[b])
 
 
-def write_fit_report(out: Path, state) -> dict:
+def write_fit_report(out: Path, state: FitState) -> dict:
     """report.md / report.json / accuracy.png in `out`, from fit.json and the held-out rows (no LM)."""
     summary = json.loads((out / "heldout" / "summary.json").read_text(encoding="utf-8"))
     rows = latest_rows(read_rows(out / "heldout" / "results.jsonl")[0])
@@ -50,3 +54,69 @@ def write_fit_report(out: Path, state) -> dict:
         shutil.copyfile(out / "heldout" / "accuracy.png", out / "accuracy.png")
     tuned = next((s for s in heldout if s.method == "tuned"), None)
     return {"summary": f"report.md (tuned {tuned.accuracy:.3f})" if tuned else "report.md"}
+
+
+def confirmation(rows: list[dict], chosen: str, simplest: str, seed: int) -> dict:
+    """Whether held-out agrees with the choice: the chosen program against the simplest (rag), paired (accuracy and
+    log p(gold))."""
+    if chosen == simplest:
+        return {"confirms": None, "text": f"{simplest} was kept (no candidate beat it beyond chance on validation); "
+                                          "held-out shows how it compares with cot and the runner-up"}
+    paired = paired_measures(rows, simplest, seed).get(chosen) or {}
+    accuracy, lead = paired.get("accuracy") or {}, paired.get(LEAD) or {}
+    confirms = (accuracy.get("mean") or 0) >= 0 and (lead.get("mean") or 0) > 0
+    text = (f"{chosen} against {simplest} on held-out: accuracy {cell(accuracy.get('mean'), '{:+.3f}')} (McNemar p "
+            f"{cell(accuracy.get('mcnemar_p'))}), log p(gold) {cell(lead.get('mean'), '{:+.3f}')} (95% CI "
+            f"{cell(lead.get('ci95_low'), '{:+.3f}')} to {cell(lead.get('ci95_high'), '{:+.3f}')}): "
+            + ("held-out agrees with the choice" if confirms else "held-out does not confirm the choice"))
+    return {"confirms": confirms, "text": text, "paired": paired}
+
+
+def heldout_lines(accuracy: dict[str, float], paired: dict[str, dict], chosen: str) -> list[str]:
+    """Held-out, every program paired against the chosen one on the same questions: accuracy with McNemar, the
+    lead measure and the margin with a bootstrap interval and Wilcoxon."""
+
+    def continuous(entry: dict) -> str:
+        if entry.get("mean") is None:
+            return "– | –"
+        return (f"{entry['mean']:+.3f} ({entry['ci95_low']:+.2f} to {entry['ci95_high']:+.2f}) | "
+                f"{cell(entry.get('wilcoxon_p'))}")
+
+    lines = ["", f"| held-out | accuracy | Δ accuracy vs {chosen} | McNemar p | Δ log p(gold) (95% CI) | Wilcoxon p | "
+             "Δ margin (95% CI) | Wilcoxon p |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for method, value in accuracy.items():
+        if method == chosen:
+            lines.append(f"| {method} (chosen) | {value:.3f} | | | | | | |")
+            continue
+        entry = paired.get(method) or {}
+        acc = entry.get("accuracy") or {}
+        lines.append(f"| {method} | {value:.3f} | {cell(acc.get('mean'), '{:+.3f}')} | {cell(acc.get('mcnemar_p'))} | "
+                     f"{continuous(entry.get(LEAD) or {})} | {continuous(entry.get('margin') or {})} |")
+    return lines
+
+
+def write_candidates_report(out: Path, state: FitState, methods: list[str]) -> dict:
+    stages = state.data["stages"]
+    selection, heldout = stages["validate"], stages["evaluate"]
+    lines = [f"# hyporag fit: {', '.join(methods)} on {state.plan.dataset}", "",
+             f"Rule: {selection['rule']['text']}.", "",
+             "| candidate | validation accuracy | log p(gold) | LM calls/q | verdict |", "|---|---:|---:|---:|---|"]
+    for method in selection["ranking"]:
+        s = selection["scores"][method]
+        lines.append(f"| {method}{' (chosen)' if method == selection['chosen'] else ''} | {s['accuracy']:.3f} | "
+                     f"{cell(s['log_p_gold'])} | {s['calls_per_q']:.2f} | {selection['verdicts'][method]} |")
+    paired = paired_measures(read_results(out / "heldout"), selection["chosen"], state.plan.seed)
+    lines += heldout_lines(heldout["accuracy"], paired, selection["chosen"])
+    lines += ["", heldout["confirmation"]["text"] + ".", "",
+              "| candidate | stage | seconds | LM calls |", "|---|---|---:|---:|"]
+    for method, cost in stages["candidates"]["cost"].items():
+        lines += [f"| {method} | {name} | {c['seconds']:.0f} | {c['lm_calls']} |" for name, c in cost.items()]
+    lines += [f"| (all) | {name} | {s['seconds']:.0f} | {s['lm_calls']} |" for name, s in stages.items()
+              if name in ("validate", "evaluate")]
+    write_text_atomic(out / "report.md", "\n".join(lines) + "\n")
+    links = [(f"{name} questions, side by side", f"{name}/report.html") for name in ("validation", "heldout")
+             if (out / name / "report.html").is_file()]
+    write_text_atomic(out / "report.html", markdown_page("\n".join(lines), f"hyporag fit: {out.name}", links))
+    write_json_atomic(out / "report.json", {"plan": state.data["plan"], "estimate": state.data.get("estimate"),
+                                            "stages": stages, "heldout_paired_vs_chosen": paired})
+    return {"summary": f"report.md, report.html ({selection['chosen']} chosen)"}

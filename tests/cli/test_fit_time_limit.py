@@ -38,7 +38,7 @@ def clock_ticking(monkeypatch, minutes_per_reading: float) -> None:
         now[0] += minutes_per_reading * 60
         return now[0]
 
-    monkeypatch.setattr("hyporag.optimizers.fit.time.monotonic", tick)
+    monkeypatch.setattr("hyporag.jobs.fit_plan.time.monotonic", tick)
 
 
 def test_a_stop_inside_a_candidate_is_one_line_exit_7_and_the_same_command_resumes(project, tmp_path, capsys,

@@ -143,7 +143,7 @@ def test_the_teleprompters_prompts_are_kept_only_when_they_score_higher_on_valid
     the tuned one (shorter prompts), and a tie keeps it too."""
     import copy
 
-    from hyporag.jobs import fit_stages
+    from hyporag.jobs import fit as fit_stages
     from hyporag.optimizers.compile import CompileResult
 
     def fake_compile(start, train, val, optimizer, metric, roles, **kwargs):
@@ -166,8 +166,8 @@ def test_the_teleprompters_prompts_are_kept_only_when_they_score_higher_on_valid
 def test_a_fit_stopped_after_its_tune_and_compile_knows_this_models_speed(tmp_path, monkeypatch):
     """The tune and compile stages' own calls are measured: a fit stopped after them has a time estimate on its
     resume, not "time unknown until this model has run here once"."""
+    from hyporag.jobs.fit_plan import Deadline, FitStopped
     from hyporag.jobs.speed import seconds_per_call
-    from hyporag.optimizers.fit import Deadline, FitStopped
 
     def out_of_time_at_freeze(self, where: str) -> None:
         if where == "freeze":

@@ -89,19 +89,19 @@ def test_a_fit_killed_between_candidates_resumes_where_it_stopped(tmp_path, monk
     import hyporag.jobs.fit as fit_module
 
     settings, run = project(tmp_path, 12, methods=("rag", "chr"))
-    real = fit_module._fit
+    real = fit_module.fit_one
 
     def killed_on_chr(one, *args, **kwargs):
         if one.method == "chr":
             raise KeyboardInterrupt
         return real(one, *args, **kwargs)
 
-    monkeypatch.setattr(fit_module, "_fit", killed_on_chr)
+    monkeypatch.setattr(fit_module, "fit_one", killed_on_chr)
     with pytest.raises(KeyboardInterrupt):
         fit(settings, run, LMRoles.from_lms(SharedDummyLM(replies())))
     assert (tmp_path / "fit" / "candidates" / "rag" / "artifact" / "manifest.json").is_file()
     rag_record = (tmp_path / "fit" / "candidates" / "rag" / "fit.json").read_bytes()
-    monkeypatch.setattr(fit_module, "_fit", real)
+    monkeypatch.setattr(fit_module, "fit_one", real)
     result = fit(settings, run, LMRoles.from_lms(SharedDummyLM(replies())))
     assert result.state["stages"]["report"] and result.state["stages"]["validate"]["chosen"] == "rag"
     assert (tmp_path / "fit" / "candidates" / "rag" / "fit.json").read_bytes() == rag_record  # not redone

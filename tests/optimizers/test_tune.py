@@ -158,7 +158,7 @@ def test_the_pruner_compares_accuracy_without_its_tie_break(monkeypatch, tiny_qu
     for belief in (-0.5, -2.0):
         rows = [{"score": float(i % 2 == 0) + metric.tie_break(belief), "correct": i % 2 == 0, "log_p_gold": belief,
                  "error": None} for i in range(len(tiny_questions))]
-        monkeypatch.setattr(tune_module, "evaluate", lambda programs, chunk, threads, metric, sink, rows=rows:
+        monkeypatch.setattr(tune_module, "answer_all", lambda programs, chunk, threads, metric, sink, rows=rows:
                             [rows.pop(0) for _ in chunk])
         trial = RecordingTrial()
         finals.append(score_trial(None, tiny_questions, metric, trial, report_every=1))

@@ -1,77 +1,60 @@
-"""`hyporag fit`: a tuned, frozen program for a new domain in one command, stage by stage, resumable.
-
-index → split (seeded train / validation / held-out; no optimizer sees held-out) → tune (the numbers: our Optuna
-study on validation) → compile (the prompts: a teleprompter on train, validation) → freeze (the artifact) →
-evaluate (untuned vs tuned vs rag on held-out, paired) → report. Each finished stage is recorded in
-`<out>/fit.json` with its time and LM calls, so a killed fit re-run skips what is done.
-"""
+"""What a fit is and where it stands: its plan (the FitSettings it runs with, and what it was given), its record
+`<out>/fit.json` (each finished stage's result, written atomically, so a killed fit re-run skips what is done), its
+time limit, and the fit directory and result a caller gets back."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hyporag.foundation.atomic import write_json_atomic
 from hyporag.foundation.errors import HyporagError
+from hyporag.jobs.program import load_program
+from hyporag.jobs.run_config import RunConfig
+from hyporag.jobs.settings import FitSettings
 from hyporag.lm.cost import CostMeter, live_calls
-from hyporag.questions.records import question_fingerprint
+from hyporag.questions.datasets import load_benchmark
 
 STAGES = ("index", "split", "tune", "compile", "freeze", "evaluate", "report")
+# the FitSettings that change what a fit computes (a time limit, a storage location or the selection rule do not:
+# the rule is applied again to the kept validation rows when it changes)
+PLAN_FIELDS = ("splits", "trials", "optimizer", "metric", "auto", "max_demos", "max_metric_calls", "reflection_lm",
+               "modes", "objective")
 
 
 @dataclass(frozen=True)
 class FitPlan:
-    """What a fit does; its fingerprint ties `<out>/fit.json` to these settings."""
+    """A fit: the settings it runs with (held, not copied) and what it was given; its fingerprint ties
+    `<out>/fit.json` to them."""
 
-    method: str
+    settings: FitSettings
+    method: str  # one method, or the candidates joined with commas
     dataset: str
-    out: str
-    fractions: tuple[float, float, float] = (0.5, 0.25, 0.25)
-    trials: int = 6
-    optimizer: str | None = "bootstrap"  # None: numbers only
-    metric: str = "accuracy"
     seed: int = 0
-    max_demos: int = 2
-    program_settings: tuple = ()
+    program: tuple = ()  # the program settings the run was given, as sorted (name, JSON) pairs
     questions: str = ""  # fingerprint of the dev set's contents: an edited question or gold is another fit
-    objective: str = "accuracy"  # what the tune stage maximises
     baseline: str = "rag"  # what held-out compares the tuned program against
 
+    @classmethod
+    def of(cls, settings: FitSettings, run: RunConfig, method: str, questions: str) -> FitPlan:
+        return cls(settings, method, run.data.dataset, run.data.seed,
+                   tuple(sorted((k, json.dumps(v)) for k, v in run.program_settings.items())), questions,
+                   run.control.baseline)
+
+    def record(self) -> dict[str, Any]:
+        """The plan as fit.json keeps it (JSON's types, so a saved plan compares equal to a new one)."""
+        record = {"method": self.method, "dataset": self.dataset, "seed": self.seed, "program": self.program,
+                  "questions": self.questions, "baseline": self.baseline,
+                  **{name: getattr(self.settings, name) for name in PLAN_FIELDS}}
+        return json.loads(json.dumps(record))
+
     def fingerprint(self) -> str:
-        record = asdict(self)
-        for key, before in (("objective", "accuracy"), ("baseline", "rag")):
-            if record[key] == before:  # fits from before the setting keep their fingerprint
-                del record[key]
-        return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def questions_fingerprint(examples: list) -> str:
-    """The contents of a question set, in order: what a fit's every stage was computed from."""
-
-    joined = "\n".join(f"{e.id}:{question_fingerprint(e)}" for e in examples)
-    return hashlib.sha256(joined.encode("utf-8")).hexdigest()[:16]
-
-
-def three_way_split(examples: list, fractions: tuple[float, float, float], seed: int) -> dict[str, list]:
-    """A seeded shuffle cut into disjoint train / validation / held-out lists (each at least one question)."""
-    if len(fractions) != 3 or any(f <= 0 for f in fractions) or abs(sum(fractions) - 1.0) > 1e-6:
-        raise HyporagError(f"--splits {fractions}: give three positive fractions that add up to 1")
-    if len(examples) < 3:
-        raise HyporagError(f"{len(examples)} questions are too few to split three ways")
-    order = list(examples)
-    random.Random(seed).shuffle(order)
-    n_val = max(1, round(len(order) * fractions[1]))
-    n_held = max(1, round(len(order) * fractions[2]))
-    n_train = len(order) - n_val - n_held
-    if n_train < 1:
-        raise HyporagError(f"{len(order)} questions leave no training question with --splits {fractions}")
-    return {"train": order[:n_train], "val": order[n_train:n_train + n_val], "heldout": order[n_train + n_val:]}
+        return hashlib.sha256(json.dumps(self.record(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 class FitStopped(Exception):
@@ -97,12 +80,12 @@ class Deadline:
 
 
 class FitState:
-    """`<out>/fit.json`: the plan's fingerprint and each finished stage's result, written atomically."""
+    """`<out>/fit.json`: the plan, its fingerprint and each finished stage's result, written atomically."""
 
     def __init__(self, out: Path, plan: FitPlan):
         self.path = out / "fit.json"
         self.plan = plan
-        self.data: dict[str, Any] = {"plan": asdict(plan), "fingerprint": plan.fingerprint(), "stages": {}}
+        self.data: dict[str, Any] = {"plan": plan.record(), "fingerprint": plan.fingerprint(), "stages": {}}
         if self.path.is_file():
             saved = json.loads(self.path.read_text(encoding="utf-8"))
             before = (saved.get("plan") or {}).get("questions")
@@ -119,7 +102,7 @@ class FitState:
 
     def differing(self, saved: dict) -> str:
         """The plan's settings that differ from a saved fit's, as `name: then -> now`."""
-        before, now = saved.get("plan") or {}, json.loads(json.dumps(asdict(self.plan), default=str))
+        before, now = saved.get("plan") or {}, self.plan.record()
         names = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
         return "; ".join(f"{k}: {before.get(k)!r} then, {now.get(k)!r} now" for k in names) or "its fingerprint"
 
@@ -160,3 +143,41 @@ def run_stage(state: FitState, stage: str, work: Callable[[], dict], log: Callab
     log(f"[{number}/{len(stages)}] {stage}: {result.get('summary', 'done')} ({result['seconds']:.0f} s, "
         f"{result['lm_calls']} LM calls)")
     return result
+
+
+def fit_questions(settings: FitSettings, run: RunConfig):
+    """(the load report, the questions a fit splits, its directory, created): a file where the directory should be
+    is refused."""
+    loaded = load_benchmark(run.data.dataset, run.data.data_dir, skip_bad_rows=run.data.skip_bad_rows)
+    examples = loaded.examples[: run.data.limit] if run.data.limit else loaded.examples
+    out = Path(settings.out)
+    if out.exists() and not out.is_dir():
+        raise HyporagError(f"{out}: is a file, not a directory; give --out a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    return loaded, examples, out
+
+
+@dataclass
+class FitResult:
+    """The fit directory, its stages (fit.json's content) and the frozen artifact."""
+
+    out: Path
+    state: dict[str, Any]
+
+    @property
+    def artifact(self) -> Path:
+        return self.out / "artifact"
+
+    @property
+    def heldout_accuracy(self) -> dict[str, float]:
+        """Held-out accuracy: of rag, the untuned and the tuned program; of a multi-method fit, its chosen program,
+        rag, cot and the runner-up."""
+        return self.state["stages"]["evaluate"]["accuracy"]
+
+    @property
+    def stopped(self) -> str | None:
+        """Why a fit stopped before its last stage (`max_minutes`); None when it finished."""
+        return self.state.get("stopped")
+
+    def load(self, roles=None, run: RunConfig | None = None):
+        return load_program(self.artifact, roles=roles, run=run)
