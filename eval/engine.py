@@ -1,7 +1,7 @@
 """The evaluation engine: `answer_all` is the loop `hyporag eval`, `compile`'s validation scores and every `tune`
 trial run through; `record_run` runs it into a results directory, resuming what a killed run finished, and writes
 the run record (rows, questions.jsonl, run.json) and nothing else: the summary files and the page are readers of
-that record (hyporag.eval.report, hyporag.eval.viewer), which the job calls after the engine, as `hyporag report`
+that record (hyporag.eval.run_report, hyporag.eval.viewer), which the job calls after the engine, as `hyporag report`
 and `hyporag view` call them on any run.
 
 Each (method, question) runs in `run_parallel` (so DSPy's context reaches every thread), becomes one result row,

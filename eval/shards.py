@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hyporag.eval.report import current_rows, report_from_dir
 from hyporag.eval.results_store import ROWS, SETTINGS, ResultsStore, read_run_settings
 from hyporag.eval.run_questions import read_questions, write_questions
+from hyporag.eval.run_report import current_rows, report_from_dir
 from hyporag.eval.viewer import write_view
 from hyporag.foundation.atomic import write_text_atomic
 from hyporag.foundation.errors import ConfigError, HyporagError

@@ -66,6 +66,11 @@ class MethodSummary:
         return getattr(self, name)
 
 
+def summaries(report: dict) -> list[MethodSummary]:
+    """A report's per-method lines, typed (summary.json holds them as dicts)."""
+    return [MethodSummary.of(s) for s in report["methods"]]
+
+
 def wilson_interval(correct: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     """95% Wilson score interval: well-behaved at small n and near 0 or 1, unlike the normal approximation."""
     if n == 0:

@@ -19,10 +19,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from hyporag.eval.report import build_report, current_rows
 from hyporag.eval.results_store import ROWS
 from hyporag.eval.row import ResultRow
 from hyporag.eval.run_questions import read_questions
+from hyporag.eval.run_report import build_report, current_rows
 from hyporag.foundation.atomic import write_text_atomic
 from hyporag.foundation.errors import HyporagError
 from hyporag.questions.datasets import load_benchmark

@@ -1,7 +1,7 @@
 """A paper's table beside ours: every setting that differs from the paper flagged in the header, our numbers with
 n, 95% intervals and paired tests, and the paper's stored figures (with where each is stated) in their own column.
 
-Input is one report (eval/report.py) per grid cell, so a table can be redrawn from results directories at any time.
+Input is one report (eval/run_report.py) per grid cell, so a table can be redrawn from results directories at any time.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hyporag.eval.report import cell
+from hyporag.eval.run_report import cell
 from hyporag.eval.summary import MethodSummary, wilson_interval
 from hyporag.foundation.judge_labels import LABELS
 from hyporag.programs.registry import METHODS

@@ -64,7 +64,7 @@ def test_public_api_is_lazy_and_complete():
 
 
 def test_demo_runs_the_evaluation_directly_with_its_settings(monkeypatch, capsys):
-    import hyporag.cli.demo as demo
+    import hyporag.cli.demo_command as demo
     from hyporag.cli import main
     from hyporag.jobs.evaluate import EvalReport
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from hyporag.cli import main
-from hyporag.eval.report import build_report
+from hyporag.eval.run_report import build_report
 from hyporag.jobs import reproduce as reproduce_job
 from hyporag.jobs.evaluate import EvalReport
 from hyporag.programs.protocol import PAPER

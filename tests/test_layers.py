@@ -55,7 +55,7 @@ def test_no_import_runs_up_the_layers():
 
 
 def test_the_lm_free_report_does_not_import_dspy():
-    code = "import sys, hyporag.eval.report; assert 'dspy' not in sys.modules, 'dspy imported'; print('ok')"
+    code = "import sys, hyporag.eval.run_report; assert 'dspy' not in sys.modules, 'dspy imported'; print('ok')"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip() == "ok", proc.stderr[-500:]
 

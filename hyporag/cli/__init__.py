@@ -1,7 +1,9 @@
 """`hyporag` command line: a thin shell that parses flags into the library's typed settings and calls the job.
 
-Each command is one module here, owning its parser (`add_parser`) and its call (`run`). User errors (bad files,
-unknown names, mismatched indexes) print one line and exit 2; `--debug` shows tracebacks.
+Each command is one module here, `<command>_command.py`, owning its parser (`add_parser`) and its call (`run`); the
+job it calls is `hyporag.jobs.<job>` and that job's engine lives in its layer (eval/engine.py, optimizers/study.py,
+optimizers/teleprompter.py). User errors (bad files, unknown names, mismatched indexes) print one line and exit 2;
+`--debug` shows tracebacks.
 """
 
 from __future__ import annotations
@@ -12,19 +14,19 @@ import sys
 
 from hyporag import __version__
 from hyporag.cli import (
-    ask,
-    compile_prompts,
-    data,
-    demo,
-    embed,
-    evaluate,
-    fit,
-    index,
-    merge,
-    report,
-    reproduce,
-    tune,
-    view,
+    ask_command,
+    compile_command,
+    data_command,
+    demo_command,
+    embed_command,
+    eval_command,
+    fit_command,
+    index_command,
+    merge_command,
+    report_command,
+    reproduce_command,
+    tune_command,
+    view_command,
 )
 from hyporag.cli.common import load_settings
 from hyporag.foundation.atomic import raise_if_disk_full
@@ -33,11 +35,13 @@ from hyporag.foundation.redact import printable, redact_text
 from hyporag.jobs.run_config import PROJECT_FILE, RunConfig
 from hyporag.lm.client import explain_lm_error
 
-MODULES = (data, index, embed, ask, evaluate, merge, report, view, compile_prompts, tune, fit, reproduce, demo)
-COMMANDS = {"list": data.run, "build": index.run, "ask": ask.run, "eval": evaluate.run, "report": report.run,
-            "compile": compile_prompts.run, "tune": tune.run, "fit": fit.run, "reproduce": reproduce.run,
-            "demo": demo.run, "view": view.run, "merge": merge.run, "embed": embed.run,
-            **dict.fromkeys(("faiss-train", "faiss-add", "faiss-merge"), index.run_sharded_faiss)}
+MODULES = (data_command, index_command, embed_command, ask_command, eval_command, merge_command, report_command,
+           view_command, compile_command, tune_command, fit_command, reproduce_command, demo_command)
+COMMANDS = {"list": data_command.run, "build": index_command.run, "ask": ask_command.run, "eval": eval_command.run,
+            "report": report_command.run, "compile": compile_command.run, "tune": tune_command.run,
+            "fit": fit_command.run, "reproduce": reproduce_command.run, "demo": demo_command.run,
+            "view": view_command.run, "merge": merge_command.run, "embed": embed_command.run,
+            **dict.fromkeys(("faiss-train", "faiss-add", "faiss-merge"), index_command.run_sharded_faiss)}
 NEEDS_CONFIG = {"list", "build", "ask", "report", "demo"}  # the others build their own typed settings
 
 

@@ -16,7 +16,7 @@ from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import CompileSettings
 from hyporag.jobs.tracking import tracked_job
 from hyporag.optimizers.artifact import save_artifact
-from hyporag.optimizers.compile import compile_program
+from hyporag.optimizers.teleprompter import compile_program
 
 
 @dataclass

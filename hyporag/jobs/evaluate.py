@@ -18,8 +18,8 @@ from typing import Any
 
 from hyporag.eval.ci_gate import check_bars, refuse_unknown_bars, write_junit, write_junit_error
 from hyporag.eval.engine import record_run, refuse_all_errored
-from hyporag.eval.report import report_from_dir
 from hyporag.eval.results_store import read_run_settings
+from hyporag.eval.run_report import report_from_dir
 from hyporag.eval.shards import Shard
 from hyporag.eval.summary import MethodSummary
 from hyporag.eval.viewer import write_view
@@ -52,7 +52,7 @@ from hyporag.retrieval.bm25_engines import engine_of_retriever, search_of_retrie
 class EvalReport:
     """What an evaluation wrote and found: each method's summary (typed), the directory it is in, the dataset size,
     the methods below a `fail_under` bar, and the whole summary as summary.json holds it (`report`: the paired
-    tests, DUR, lift and the other tables, for `hyporag.eval.report.markdown`)."""
+    tests, DUR, lift and the other tables, for `hyporag.eval.run_report.markdown`)."""
 
     out: Path
     report: dict[str, Any]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hyporag.eval.dspy_metrics import objective_metric
-from hyporag.eval.report import summaries
+from hyporag.eval.run_report import summaries
 from hyporag.foundation.atomic import write_json_atomic
 from hyporag.foundation.errors import HyporagError
 from hyporag.jobs.builders import artifact_config, build_program, build_retriever, fit_to_context
@@ -34,11 +34,11 @@ from hyporag.jobs.settings import FitSettings
 from hyporag.jobs.speed import record_calls, record_run_speed
 from hyporag.jobs.tracking import metric_name, tracked_job
 from hyporag.optimizers.artifact import frozen_config, load_artifact, read_artifact_manifest, save_artifact
-from hyporag.optimizers.compile import compile_program
 from hyporag.optimizers.splits import questions_fingerprint, refuse_test_split, three_way_split
+from hyporag.optimizers.study import best_program, open_study, run_study, variant
 from hyporag.optimizers.study_identity import check_study_identity, identity_digest, study_identity
 from hyporag.optimizers.study_storage import study_location
-from hyporag.optimizers.tune import best_program, open_study, run_study, variant
+from hyporag.optimizers.teleprompter import compile_program
 from hyporag.programs.config import ProgramConfig
 from hyporag.programs.registry import method_entry
 

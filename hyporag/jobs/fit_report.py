@@ -10,9 +10,9 @@ from pathlib import Path
 from hyporag.eval.decision import LEAD, paired_measures
 from hyporag.eval.markdown_page import markdown_page
 from hyporag.eval.mcnemar import paired_comparison
-from hyporag.eval.report import cell, summaries
 from hyporag.eval.results_store import latest_rows, read_results, read_rows, read_run_settings
 from hyporag.eval.row import ResultRow
+from hyporag.eval.run_report import cell, summaries
 from hyporag.foundation.atomic import write_json_atomic, write_text_atomic
 from hyporag.jobs.fit_plan import FitState
 

@@ -16,7 +16,7 @@ from hyporag.eval.dspy_metrics import METRICS, OBJECTIVES
 from hyporag.eval.shards import Shard
 from hyporag.foundation.errors import ConfigError
 from hyporag.foundation.settings import Settings, above, at_least, setting
-from hyporag.optimizers.compile import AUTO, OPTIMIZERS
+from hyporag.optimizers.teleprompter import AUTO, OPTIMIZERS
 from hyporag.programs.registry import method_entry
 
 

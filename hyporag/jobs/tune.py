@@ -17,9 +17,9 @@ from hyporag.jobs.settings import TuneSettings
 from hyporag.jobs.tracking import flat_params, tracked_job
 from hyporag.lm.cost import CostMeter, live_calls
 from hyporag.optimizers.artifact import save_artifact
+from hyporag.optimizers.study import best_program, open_study, run_study, study_report, variant
 from hyporag.optimizers.study_identity import check_study_identity, study_identity
 from hyporag.optimizers.study_storage import study_location
-from hyporag.optimizers.tune import best_program, open_study, run_study, study_report, variant
 
 STUDIES = Path("runs") / "studies"
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import hyporag
 from hyporag.eval import decision
 from hyporag.eval.belief import decision_measures
-from hyporag.eval.report import markdown
+from hyporag.eval.run_report import markdown
 from hyporag.jobs.run_config import RunConfig
 from hyporag.lm.option_probs import letter_logprobs
 from hyporag.testing import fake_openai

@@ -4,7 +4,7 @@ again within the run, as a 500 is, and counted; errored rows that remain are lab
 from __future__ import annotations
 
 import hyporag
-from hyporag.eval.report import markdown
+from hyporag.eval.run_report import markdown
 from hyporag.jobs.run_config import RunConfig
 from hyporag.testing import fake_openai
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from hyporag.eval.report import build_report, summaries
+from hyporag.eval.run_report import build_report, summaries
 from hyporag.eval.summary import MethodSummary
 
 

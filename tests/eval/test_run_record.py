@@ -10,7 +10,7 @@ import shutil
 
 import hyporag
 from hyporag.eval.engine import record_run
-from hyporag.eval.report import report_from_dir
+from hyporag.eval.run_report import report_from_dir
 from hyporag.eval.viewer import ROW_FIELDS, write_view
 from hyporag.jobs.run_config import RunConfig
 from hyporag.programs import make_program

@@ -132,7 +132,7 @@ def test_a_resume_on_another_bm25_engine_is_refused_and_older_runs_count_as_bm25
     with pytest.raises(HyporagError, match="different bm25_engine"), ResultsStore(
             tmp_path / "run", {**older, "bm25_engine": "tantivy"}):
         pass
-    from hyporag.eval.report import markdown
+    from hyporag.eval.run_report import markdown
 
     report = {"settings": {**older, "bm25_engine": "tantivy"}, "methods": [], "utility_conditioned_accuracy": {},
               "top5_overlap_on_disagreements": []}

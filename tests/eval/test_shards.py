@@ -171,7 +171,7 @@ def test_a_hand_edited_correct_flag_is_rescored_from_answer_and_gold(project, tm
     accuracy = {m["method"]: m["accuracy"] for m in merged["methods"]}
     assert accuracy == {m["method"]: m["accuracy"] for m in honest["methods"]}
     assert "disagrees with their answer and gold" in capsys.readouterr().err
-    from hyporag.eval.report import report_from_dir
+    from hyporag.eval.run_report import report_from_dir
 
     assert report_from_dir(tmp_path / "s1")["methods"][0]["accuracy"] == \
         run(project, tmp_path / "s1-again", "1/3").report["methods"][0]["accuracy"]

@@ -12,7 +12,7 @@ from hyporag.cli import main
 from hyporag.eval.dspy_metrics import accuracy
 from hyporag.foundation.errors import RunFailedError
 from hyporag.jobs.evaluate import run_evaluation
-from hyporag.optimizers.compile import score
+from hyporag.optimizers.teleprompter import score
 from hyporag.programs import make_program
 
 

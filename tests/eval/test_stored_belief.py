@@ -11,8 +11,8 @@ import pytest
 
 import hyporag
 from hyporag.eval.belief import distribution_problem, rederived, top_option
-from hyporag.eval.report import report_from_dir
 from hyporag.eval.results_store import read_results
+from hyporag.eval.run_report import report_from_dir
 from hyporag.eval.shards import merge_runs
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import EvalSettings

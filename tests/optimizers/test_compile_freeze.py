@@ -15,8 +15,8 @@ from hyporag.eval.dspy_metrics import accuracy
 from hyporag.foundation.errors import IndexMismatchError
 from hyporag.lm.client import LMRoles
 from hyporag.optimizers.artifact import ArtifactError, load_artifact, manifest_checksum, save_artifact
-from hyporag.optimizers.compile import compile_program
 from hyporag.optimizers.splits import refuse_test_split, split_train_val
+from hyporag.optimizers.teleprompter import compile_program
 from hyporag.programs import make_program
 from hyporag.retrieval import LambdaSchedule
 from tests.conftest import chr_replies, dummy_roles
@@ -185,7 +185,7 @@ def test_compile_meters_validation_and_optimizer_separately(tiny_retriever, tiny
 
 
 def test_gepa_budget_is_program_runs_not_a_preset():
-    from hyporag.optimizers.compile import make_teleprompter
+    from hyporag.optimizers.teleprompter import make_teleprompter
 
     bounded = make_teleprompter("gepa", accuracy, reflection_lm=DummyLM([{}]), max_metric_calls=12)
     assert bounded.max_metric_calls == 12 and bounded.auto is None

@@ -144,7 +144,7 @@ def test_the_teleprompters_prompts_are_kept_only_when_they_score_higher_on_valid
     import copy
 
     from hyporag.jobs import fit as fit_stages
-    from hyporag.optimizers.compile import CompileResult
+    from hyporag.optimizers.teleprompter import CompileResult
 
     def fake_compile(start, train, val, optimizer, metric, roles, **kwargs):
         compiled = copy.deepcopy(start)

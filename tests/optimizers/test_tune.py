@@ -8,8 +8,8 @@ from dspy.utils import DummyLM
 from optuna.trial import TrialState
 
 from hyporag.eval.dspy_metrics import accuracy, objective_metric
-from hyporag.optimizers import tune as tune_module
-from hyporag.optimizers.tune import open_study, recover_stale_trials, run_study, score_trial, study_report
+from hyporag.optimizers import study as tune_module
+from hyporag.optimizers.study import open_study, recover_stale_trials, run_study, score_trial, study_report
 from hyporag.programs import make_program
 from hyporag.programs.chr import CHRConfig
 from tests.conftest import chr_replies, dummy_roles
@@ -79,7 +79,7 @@ def test_a_trial_whose_questions_all_error_fails_with_its_error(tiny_questions, 
     assert all(t.user_attrs["error"] == "RuntimeError: program bug in retrieve" for t in study.trials)
     assert all(t.user_attrs["errors"] == 3 for t in study.trials) and "all 3 questions errored" in logged[0]
     from hyporag.foundation.errors import HyporagError
-    from hyporag.optimizers.tune import best_trial
+    from hyporag.optimizers.study import best_trial
 
     with pytest.raises(HyporagError, match="2 failed, first error: RuntimeError: program bug"):
         best_trial(study)

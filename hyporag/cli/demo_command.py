@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from hyporag.cli.common import add_data_args
-from hyporag.eval.report import cell, markdown
+from hyporag.eval.run_report import cell, markdown
 from hyporag.eval.summary import MethodSummary
 from hyporag.jobs.evaluate import evaluate
 from hyporag.jobs.run_config import RunConfig

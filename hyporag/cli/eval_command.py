@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from hyporag.cli.common import add_data_args, add_lm_args, add_program_args, add_run_args, add_settings, load_settings
-from hyporag.eval.report import markdown
+from hyporag.eval.run_report import markdown
 from hyporag.jobs.evaluate import evaluate
 from hyporag.jobs.run_groups import RunControl
 from hyporag.jobs.settings import EvalSettings

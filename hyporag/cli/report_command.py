@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hyporag.eval.report import markdown, report_from_dir
+from hyporag.eval.run_report import markdown, report_from_dir
 from hyporag.eval.viewer import write_view
 from hyporag.jobs.run_config import RunConfig
 

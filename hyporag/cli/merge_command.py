@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hyporag.eval.report import markdown
+from hyporag.eval.run_report import markdown
 from hyporag.eval.shards import merge_runs
 from hyporag.foundation.errors import ConfigError
 from hyporag.jobs.reproduce import merge_tables
