@@ -11,12 +11,11 @@ from pathlib import Path
 
 import dspy
 import pytest
-from dspy.utils import DummyLM
 from hypothesis import settings
 
 from hyporag.foundation.paths import data_root
-from hyporag.lm.client import LMRoles
 from hyporag.lm.model_identity import reset_identity_cache
+from hyporag.testing import PASSAGES, QUESTIONS, dummy_roles, tiny_corpus, write_jsonl  # noqa: F401 (shared)
 
 SHARED = data_root()
 
@@ -58,19 +57,6 @@ def isolated(tmp_path, monkeypatch, model_cache):
         yield
 
 
-PASSAGES = [
-    ("p1", "Pancreas", "Beta cells of the pancreatic islets secrete insulin in response to high blood glucose."),
-    ("p2", "Pancreas", "Alpha cells of the pancreas secrete glucagon when blood glucose falls."),
-    ("p3", "Liver", "The liver stores glycogen and releases glucose; it does not secrete insulin."),
-    ("p4", "Kidney", "The kidney filters blood and produces erythropoietin in response to hypoxia."),
-    ("p5", "Heart", "The heart pumps blood; cardiac myocytes are connected by intercalated discs."),
-    ("p6", "Thyroid", "Follicular cells of the thyroid produce thyroxine; parafollicular C cells secrete calcitonin."),
-    ("p7", "Adrenal", "The adrenal medulla secretes epinephrine; the cortex secretes cortisol and aldosterone."),
-    ("p8", "Pituitary", "The anterior pituitary secretes growth hormone, prolactin, ACTH, TSH, LH and FSH."),
-    ("p9", "Diabetes", "Type 1 diabetes results from autoimmune destruction of insulin-producing beta cells."),
-    ("p10", "Bone", "Osteoclasts resorb bone; osteoblasts lay down new bone matrix."),
-]
-
 
 # CHR's one hypothesis call, as every test's DummyLM answers it
 CONTRAST = {"target_hypothesis": "Beta cells secrete insulin.", "mimic_hypothesis": "Alpha cells secrete glucagon."}
@@ -81,23 +67,9 @@ def chr_replies(answer: str = "A") -> dict:
     return {"[[ ## target_hypothesis ## ]]": dict(CONTRAST), "[[ ## answer ## ]]": {"answer": answer}}
 
 
-def dummy_roles(replies) -> LMRoles:
-    """One DummyLM (a list of replies, or a dict keyed by prompt text) in every role."""
-    return LMRoles.from_lms(DummyLM(replies if isinstance(replies, list) else dict(replies)))
-
-
-def write_jsonl(path: Path, records: list) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def tiny_corpus_dir(tmp_path) -> Path:
-    directory = tmp_path / "corpus"
-    write_jsonl(directory / "a.jsonl", [{"id": i, "title": t, "contents": c} for i, t, c in PASSAGES[:6]])
-    write_jsonl(directory / "b.jsonl", [{"id": i, "title": t, "contents": c} for i, t, c in PASSAGES[6:]])
-    return directory
+    return tiny_corpus(tmp_path / "corpus")
 
 
 def _tiny_index(corpus_dir: Path, directory: Path, bm25_engine: str):
@@ -119,16 +91,6 @@ def tiny_retriever(tiny_corpus_dir, tmp_path):
 def bm25_retriever(request, tiny_corpus_dir, tmp_path):
     """The tiny index with its BM25 part on each engine: what BM25 must do, it must do on both."""
     return _tiny_index(tiny_corpus_dir, tmp_path / f"index-{request.param}", request.param)
-
-
-QUESTIONS = [
-    {"id": "q1", "question": "Which cells secrete insulin?",
-     "options": {"A": "Alpha cells", "B": "Beta cells", "C": "Hepatocytes", "D": "Osteoclasts"}, "answer": "B"},
-    {"id": "q2", "question": "Which organ produces erythropoietin?",
-     "options": {"A": "Heart", "B": "Liver", "C": "Kidney", "D": "Bone"}, "answer": "C"},
-    {"id": "q3", "question": "What do osteoclasts do?",
-     "options": {"A": "Resorb bone", "B": "Secrete insulin", "C": "Pump blood"}, "answer": "A"},
-]
 
 
 @pytest.fixture

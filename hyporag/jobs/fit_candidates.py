@@ -29,7 +29,7 @@ from hyporag.jobs.speed import record_run_speed, seconds_per_call
 from hyporag.optimizers.artifact import frozen_config, load_artifact, read_artifact_manifest, save_artifact
 from hyporag.optimizers.selection import SelectionRule, select
 from hyporag.optimizers.splits import questions_fingerprint, refuse_test_split, three_way_split
-from hyporag.programs.registry import method_config, method_entry
+from hyporag.programs.registry import method_entry
 
 DEFAULT_CANDIDATES = ("rag", "hcqr", "chr", "option-contrast")
 STAGES = ("candidates", "validate", "evaluate", "freeze", "report")
@@ -100,7 +100,7 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     plan = FitPlan.of(settings, run, ",".join(methods), questions_fingerprint(examples))
     state = FitState(out, plan)
     parts = three_way_split(examples, settings.splits, run.data.seed)
-    budget = method_config(methods[0], run.program_settings).budget
+    budget = run.config_for(methods[0]).budget
     estimate = cost_estimate(methods, {k: len(v) for k, v in parts.items()}, settings,
                              seconds_per_call(roles, budget), budget)
     _log(estimate["text"])

@@ -147,7 +147,7 @@ def settings_params(settings: Any, run: Any) -> dict[str, str]:
     """A job's typed settings and the run's program settings and LMs, as params."""
     import dataclasses
 
-    return flat_params("", {"job": dataclasses.asdict(settings), "program": run.program_settings,
+    return flat_params("", {"job": dataclasses.asdict(settings), "program": dict(run.program_settings),
                             "lms": {"lm": run.lms.lm, "hypothesis": run.lms.hypothesis_lm, "answer": run.lms.answer_lm,
                                     "judge": run.lms.judge_lm}, "dataset": run.data.dataset, "corpus": run.data.corpus,
                             "seed": run.data.seed, "limit": run.data.limit})

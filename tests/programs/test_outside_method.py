@@ -109,3 +109,31 @@ def test_a_registered_methods_setting_works_by_name_flag_and_project_file(plugin
     (tmp_path / "hyporag.toml").write_text("title_words = -1.5\n")
     with pytest.raises(ConfigError, match=r"hyporag.toml: title_words: must be a whole number"):
         load_settings(build_parser().parse_args(["eval", "--methods", "title-first"]))
+
+
+def test_the_shipped_contract_check_passes_an_outside_method_and_catches_a_broken_one(plugin, tmp_path):
+    """hyporag.testing gives a method's author what hyporag's own tests use: the roles, the tiny index, the check."""
+    from hyporag.programs import MCQProgram
+    from hyporag.testing import check_method, tiny_retriever
+
+    retriever = tiny_retriever(tmp_path)
+    row = check_method("title-first", [{"answer": "B"}], retriever)
+    assert row["answer"] == "B" and 1 <= len(row["passage_ids"]) <= 2
+
+    class Greedy(MCQProgram):  # ignores the budget its base class would have cut to: the check must notice
+        method = "greedy"
+
+        def retrieve(self, question, options, meter, trace):
+            return retriever.search(question, 5)
+
+        def forward(self, question, options):
+            prediction = super().forward(question, options)
+            prediction.passages = [h.to_dict() for h in retriever.search(question, 5)]
+            return prediction
+
+    hyporag.register_method("greedy", Greedy)
+    try:
+        with pytest.raises(AssertionError, match="greedy: 5 passages for a budget of 2"):
+            check_method("greedy", [{"answer": "B"}], retriever)
+    finally:
+        METHODS.pop("greedy", None)

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(SHARED is None, reason="needs ../shared/data (mm
 
 
 def readme_block() -> str:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     return re.search(r"## Python API.*?```python\n(.*?)```", readme, re.S).group(1)
 
 

@@ -126,7 +126,7 @@ def test_any_dspy_module_that_answers_a_letter_is_evaluated_as_the_readme_says(t
                                         {"question": "R?", "options": OPTIONS, "answer": "B"}], progress=False)
     assert report.accuracy("mine") == 0.5
     recorded = json.loads((tmp_path / "run" / "run.json").read_text())["program"]["mine"]
-    assert recorded == {"method": "user", "class": "tests.test_notebook_api.Mine", "runs_under": "answer"}
+    assert recorded == {"method": "user", "class": "tests.jobs.test_notebook_api.Mine", "runs_under": "answer"}
 
 
 def test_a_plain_module_answers_with_the_roles_given_not_the_notebooks_lm(tmp_path):

@@ -73,7 +73,7 @@ def test_readme_python_api_example_runs_as_written(tmp_path, monkeypatch):
     import json
 
     from hyporag.lm.client import LMRoles
-    from tests.test_readme_api import readme_block
+    from tests.project.test_readme_api import readme_block
 
     real = LMRoles.from_specs.__func__
     monkeypatch.setattr(LMRoles, "from_specs", classmethod(

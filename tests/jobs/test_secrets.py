@@ -51,7 +51,7 @@ def test_a_password_in_an_api_base_is_sent_as_basic_auth_and_kept_nowhere(tmp_pa
 
 
 def test_a_password_in_the_track_uri_is_kept_nowhere(tmp_path, capsys):
-    from tests.test_tracking import mlflow_server
+    from tests.jobs.test_tracking import mlflow_server
 
     (tmp_path / "store").mkdir()
     with mlflow_server(tmp_path / "store") as (uri, _), fake_openai(["m"]) as server:
@@ -65,7 +65,7 @@ def test_a_password_in_the_track_uri_is_kept_nowhere(tmp_path, capsys):
 
 
 def test_the_mlflow_server_gone_mid_job_is_one_line_with_its_own_exit_and_the_rows_kept(tmp_path, server):
-    from tests.test_tracking import mlflow_server
+    from tests.jobs.test_tracking import mlflow_server
 
     (tmp_path / "store").mkdir()
     with mlflow_server(tmp_path / "store") as (uri, proc), \
