@@ -98,13 +98,26 @@ def questions_for_power_mcnemar(a_only: int, b_only: int, n: int) -> int | None:
                      / delta ** 2)
 
 
-def paired_continuous(differences: list[float], seed: int = 0) -> dict:
-    """Mean of paired differences with a seeded bootstrap 95% interval, a Wilcoxon signed-rank p and the questions
-    80% power would need."""
+def cluster_interval(d: np.ndarray, groups: list[str], seed: int, resamples: int = 2000) -> tuple[float, float]:
+    """A 95% percentile interval of the mean from resampling whole groups (questions of one dataset move together),
+    as clustered standard errors do (Miller 2024, "Adding Error Bars to Evals"; inspect_ai's stderr(cluster=))."""
+    names = sorted(set(groups))
+    index = np.array([names.index(g) for g in groups])
+    sums, counts = np.bincount(index, weights=d), np.bincount(index)
+    draws = np.random.default_rng(seed).integers(0, len(names), size=(resamples, len(names)))
+    means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def paired_continuous(differences: list[float], seed: int = 0, groups: list[str] | None = None) -> dict:
+    """Mean of paired differences with a seeded bootstrap 95% interval (clustered by `groups` when the questions
+    come from two or more), a Wilcoxon signed-rank p and the questions 80% power would need."""
     d = np.asarray(differences, dtype=float)
     if len(d) == 0:
         return {"n": 0, "mean": None, "ci95_low": None, "ci95_high": None, "wilcoxon_p": None, "n_for_power": None}
-    if len(d) > 1 and np.ptp(d) > 0:
+    if groups is not None and len(set(groups)) > 1 and np.ptp(d) > 0:
+        low, high = cluster_interval(d, groups, seed)
+    elif len(d) > 1 and np.ptp(d) > 0:
         interval = stats.bootstrap((d,), np.mean, n_resamples=2000, method="percentile",
                                    rng=np.random.default_rng(seed)).confidence_interval
         low, high = float(interval.low), float(interval.high)
@@ -112,12 +125,26 @@ def paired_continuous(differences: list[float], seed: int = 0) -> dict:
         low = high = float(d.mean())
     p = float(stats.wilcoxon(d).pvalue) if np.any(d) and len(d) > 1 else 1.0
     return {"n": int(len(d)), "mean": float(d.mean()), "ci95_low": low, "ci95_high": high, "wilcoxon_p": p,
-            "n_for_power": questions_for_power(d)}
+            "n_for_power": questions_for_power(d),
+            "clustered": bool(groups is not None and len(set(groups)) > 1)}
 
 
-def paired_measures(rows: list[dict], baseline: str = "rag", seed: int = 0) -> dict[str, dict]:
+def holm(p_values: dict[str, float | None]) -> dict[str, float | None]:
+    """Holm's step-down adjustment of a family of p-values (one per comparison): each is compared with the family's
+    level, not its own."""
+    known = sorted((p, key) for key, p in p_values.items() if p is not None)
+    adjusted, running = {}, 0.0
+    for rank, (p, key) in enumerate(known):
+        running = max(running, min(1.0, (len(known) - rank) * p))
+        adjusted[key] = running
+    return {key: adjusted.get(key) for key in p_values}
+
+
+def paired_measures(rows: list[dict], baseline: str = "rag", seed: int = 0,
+                    groups: dict[str, str] | None = None) -> dict[str, dict]:
     """Each method against `baseline` on the questions both answered with complete distributions: every measure's
-    paired statistics (a − baseline; for brier and gold_rank lower is better), and accuracy's power beside them."""
+    paired statistics (a − baseline; for brier and gold_rank lower is better; intervals clustered by the questions'
+    `groups`), accuracy's power beside them, and the fixed-n p-values Holm-adjusted across the methods."""
     grouped = _by_method(rows)
     if baseline not in grouped:
         return {}
@@ -129,14 +156,20 @@ def paired_measures(rows: list[dict], baseline: str = "rag", seed: int = 0) -> d
         shared = sorted(set(qs) & set(base))
         entry: dict[str, dict] = {}
         for name, (value, _) in MEASURES.items():
-            pairs = [(a, b) for q in shared if (a := value(qs[q])) is not None and (b := value(base[q])) is not None]
-            entry[name] = paired_continuous([a - b for a, b in pairs], seed)
+            pairs = [(q, a, b) for q in shared if (a := value(qs[q])) is not None
+                     and (b := value(base[q])) is not None]
+            entry[name] = paired_continuous([a - b for _, a, b in pairs], seed,
+                                            [groups.get(q, "") for q, _, _ in pairs] if groups else None)
         a_only = sum(qs[q].correct and not base[q].correct for q in shared)
         b_only = sum(base[q].correct and not qs[q].correct for q in shared)
         entry["accuracy"] = {"n": len(shared), "mean": (a_only - b_only) / len(shared) if shared else None,
                              "mcnemar_p": float(stats.binomtest(a_only, a_only + b_only).pvalue) if a_only + b_only
                              else 1.0, "n_for_power": questions_for_power_mcnemar(a_only, b_only, len(shared))}
         out[method] = entry
+    for measure, key in (("accuracy", "mcnemar_p"), (LEAD, "wilcoxon_p")):  # the family: every method vs baseline
+        adjusted = holm({m: (e.get(measure) or {}).get(key) for m, e in out.items()})
+        for method, p in adjusted.items():
+            out[method][measure][f"{key}_holm"] = p
     return out
 
 

@@ -18,8 +18,10 @@ QUESTIONS = "questions.jsonl"
 
 
 def question_record(example: dspy.Example) -> dict:
-    return {"id": example.id, "question": example.question, "options": dict(example.options),
-            "gold": example.answer, "fingerprint": question_fingerprint(example)}
+    record = {"id": example.id, "question": example.question, "options": dict(example.options),
+              "gold": example.answer, "fingerprint": question_fingerprint(example)}
+    group = example.get("group") if hasattr(example, "get") else None
+    return {**record, "group": str(group)} if group not in (None, "") else record
 
 
 def read_questions(directory: str | Path) -> dict[str, dict]:
@@ -33,7 +35,8 @@ def read_questions(directory: str | Path) -> dict[str, dict]:
         try:
             record = json.loads(line)
             found[str(record["id"])] = {"question": str(record["question"]), "options": dict(record["options"]),
-                                        "gold": record.get("gold"), "fingerprint": record.get("fingerprint")}
+                                        "gold": record.get("gold"), "fingerprint": record.get("fingerprint"),
+                                        **({"group": str(record["group"])} if record.get("group") else {})}
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             damaged.append(number)
     if damaged:

@@ -9,14 +9,19 @@ from pathlib import Path
 
 from hyporag.eval import decision
 from hyporag.eval import paper_analyses as analysis
+from hyporag.eval.comparisons import ALPHA, paired_sequences, run_order
 from hyporag.eval.report_plots import plots
 from hyporag.eval.results_store import ROWS, latest_rows, read_rows, read_run_settings
+from hyporag.eval.run_questions import read_questions
 from hyporag.eval.summary import format_table, notes, summaries, summarize
 from hyporag.foundation.atomic import write_json_atomic, write_text_atomic
 from hyporag.foundation.errors import HyporagError
 
 
-def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> dict:
+def build_report(rows: list[dict], settings: dict, method_order: list[str], groups: dict[str, str] | None = None
+                 ) -> dict:
+    """Every table of a run, from its rows and settings alone; `groups` (question -> its dataset or `group`)
+    clusters the intervals."""
     order = {m: i for i, m in enumerate(method_order)}
     summary = sorted(summarize(rows), key=lambda s: order.get(s.method, 99))
     durs = analysis.dur(rows)
@@ -24,7 +29,10 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
     paired = analysis.paired_against(rows, baseline)
     evidence = analysis.evidence_rates(rows)
     means = decision.method_means(rows)
-    margins = decision.paired_measures(rows, baseline, int(settings.get("seed") or 0))
+    margins = decision.paired_measures(rows, baseline, int(settings.get("seed") or 0), groups)
+    rules = settings.get("sequential") or {}
+    sequences = paired_sequences(rows, baseline, run_order(settings, rows), rules.get("alpha", ALPHA),
+                                 rules.get("deltas"), {s.method: s.to_dict() for s in summary})
     lift = decision.context_lift(rows, "cot")
     for s in summary:
         m = s.method
@@ -38,6 +46,8 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
         s.dur = durs.get(m, {}).get("dur")
         s.vs_rag_difference, s.vs_rag_p_value = paired.get(m, {}).get("difference"), paired.get(m, {}).get("p_value")
         s.gold_in_context = evidence.get(m, {}).get("gold_in_context")
+        comparison = (sequences.get("comparisons") or {}).get(m) or {}
+        s.sequence_outcome, s.decided_at = comparison.get("outcome"), comparison.get("decided_at")
         s.distractor_in_context = evidence.get(m, {}).get("distractor_in_context")
     return {
         "settings": settings,
@@ -55,6 +65,8 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str]) -> d
         "notes": notes(summary),
         "decision": {"lead": decision.LEAD, "log_p_floor": decision.LOG_P_FLOOR, "means": means,
                      "paired_vs_rag": margins, "lift_over_cot": lift},
+        "sequential": sequences,
+        "clustered_by": sorted(set(groups.values())) if groups and len(set(groups.values())) > 1 else None,
     }
 
 
@@ -82,7 +94,7 @@ def markdown(report: dict) -> str:
     for s in summary:
         lines.append(f"| {s.method} | {cell(s.dur)} | {cell(s.vs_rag_difference, '{:+.3f}')} | "
                      f"{cell(s.vs_rag_p_value)} | {cell(s.gold_in_context)} | {cell(s.distractor_in_context)} |")
-    lines += decision_lines(report)
+    lines += decision_lines(report) + sequence_lines(report)
     if report["utility_conditioned_accuracy"]:
         lines += ["", "| method | label | n | accuracy | Δ vs cot |", "|---|---|---:|---:|---:|"]
         for method, labels in report["utility_conditioned_accuracy"].items():
@@ -130,10 +142,11 @@ def decision_lines(report: dict) -> list[str]:
         return ["", "Option probabilities: none in this run (the backend returned no logprobs, or rows predate "
                 "them); margin and lift are shown as –."]
     paired = info.get("paired_vs_rag") or {}
+    clustered = ", clustered by dataset" if report.get("clustered_by") else ""
     lines = ["", f"| method | rows with probabilities | log p_gold (clipped at {info.get('log_p_floor')}) | p_gold | "
-             f"margin | Δ log p_gold vs {report.get('baseline', 'rag')} (95% CI) | Wilcoxon p | questions for 80% "
-             "power: log p_gold / accuracy | lift over cot | lift > 0 |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             f"margin | Δ log p_gold vs {report.get('baseline', 'rag')} (95% CI{clustered}) | "
+             "Wilcoxon p (Holm) | McNemar p (Holm) | questions for 80% power: log p_gold / accuracy | lift over cot | "
+             "lift > 0 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in summary:
         lead = (paired.get(s.method) or {}).get(info.get("lead")) or {}
         acc = (paired.get(s.method) or {}).get("accuracy") or {}
@@ -141,7 +154,9 @@ def decision_lines(report: dict) -> list[str]:
                     if lead.get("mean") is not None else "–")
         lines.append(f"| {s.method} | {s.with_probabilities} of {s.n} | {cell(s.log_p_gold)} | "
                      f"{cell(s.p_gold)} | {cell(s.margin)} | {interval} | "
-                     f"{cell(lead.get('wilcoxon_p'))} | {cell(lead.get('n_for_power'), '{:d}')} / "
+                     f"{cell(lead.get('wilcoxon_p'))} ({cell(lead.get('wilcoxon_p_holm'))}) | "
+                     f"{cell(acc.get('mcnemar_p'))} ({cell(acc.get('mcnemar_p_holm'))}) | "
+                     f"{cell(lead.get('n_for_power'), '{:d}')} / "
                      f"{cell(acc.get('n_for_power'), '{:d}')} | {cell(s.lift_over_cot, '{:+.3f}')} | "
                      f"{cell(s.lift_positive, '{:.2f}')} |")
     damaged = [s for s in summary if s.damaged_distributions]
@@ -159,6 +174,35 @@ def decision_lines(report: dict) -> list[str]:
     return lines
 
 
+def sequence_lines(report: dict) -> list[str]:
+    """The comparisons read as confidence sequences (valid however often they are read), each with the question
+    at which it was decided and what a fixed-n test of 80% power would have needed."""
+    info = report.get("sequential") or {}
+    comparisons = info.get("comparisons") or {}
+    if not comparisons:
+        return []
+
+    def bounds(entry: dict) -> str:
+        if entry.get("final_lower") is None:
+            return "–"
+        return f"{entry['final_mean']:+.3f} ({entry['final_lower']:+.2f} to {entry['final_upper']:+.2f})"
+
+    lines = ["", f"Anytime-valid comparison with {info.get('baseline')}: confidence sequences (Waudby-Smith & Ramdas "
+             f"2024), alpha {info['alpha']:g} split over every deciding sequence ({info['split']}: "
+             f"{info['alpha_each']:.4f} each); equivalent means inside ±{info['deltas']['accuracy']:g} accuracy and "
+             f"±{info['deltas'][decision.LEAD]:g} log p(gold).", "",
+             "| method | outcome | decided at question | by | Δ accuracy (sequence) | Δ log p(gold) (sequence) | "
+             "Δ margin (sequence) | fixed-n test at 80% power: questions / LM calls / s |",
+             "|---|---|---:|---|---:|---:|---:|---:|"]
+    for method, c in comparisons.items():
+        measures, fixed = c["measures"], c.get("fixed_n") or {}
+        cost = (f"{fixed['questions']} / {fixed['calls']:,} / {fixed['seconds']:,.0f}" if fixed else "–")
+        lines.append(f"| {method} | {c['outcome']} | {cell(c.get('decided_at'), '{:d}')} | {c.get('by') or '–'} | "
+                     f"{bounds(measures['accuracy'])} | {bounds(measures[decision.LEAD])} | "
+                     f"{bounds(measures['margin'])} | {cost} |")
+    return lines
+
+
 def to_csv(summary: list[dict]) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(summary[0].keys()) if summary else ["method"])
@@ -169,7 +213,7 @@ def to_csv(summary: list[dict]) -> str:
 
 def write_report(rows: list[dict], settings: dict, method_order: list[str], out_dir: Path,
                  coverage: dict | None = None) -> dict:
-    report = build_report(rows, settings, method_order)
+    report = build_report(rows, settings, method_order, groups_of(out_dir))
     if coverage:
         report["coverage"] = coverage
     write_json_atomic(out_dir / "summary.json", report)
@@ -188,6 +232,12 @@ def _progress(rows: list[dict], methods: list[str]) -> dict[str, dict]:
         out[method] = {"rows": len(mine), "errors": len(mine) - len(scored),
                        "accuracy": sum(bool(r["correct"]) for r in scored) / len(scored) if scored else None}
     return out
+
+
+def groups_of(out_dir: str | Path) -> dict[str, str]:
+    """Each question's group (its dataset when several were joined, or a `group` column), from the run's own
+    questions.jsonl."""
+    return {q: record["group"] for q, record in read_questions(out_dir).items() if record.get("group")}
 
 
 def report_from_dir(out_dir: str | Path) -> dict:

@@ -49,6 +49,8 @@ class MethodSummary:
     vs_rag_p_value: float | None = None
     gold_in_context: float | None = None
     distractor_in_context: float | None = None
+    sequence_outcome: str | None = None  # against the baseline, read as a confidence sequence (eval.comparisons)
+    decided_at: int | None = None  # the question (in the run's order) at which it was decided
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> MethodSummary:

@@ -22,7 +22,7 @@ from typing import Any
 from hyporag.eval.results_store import ROWS
 from hyporag.eval.row import ResultRow
 from hyporag.eval.run_questions import read_questions
-from hyporag.eval.run_report import build_report, current_rows
+from hyporag.eval.run_report import build_report, current_rows, groups_of
 from hyporag.foundation.atomic import write_text_atomic
 from hyporag.foundation.errors import HyporagError
 from hyporag.questions.datasets import load_benchmark
@@ -95,7 +95,8 @@ def run_data(run_dir: Path, name: str, questions: dict[str, dict] | None = None,
     """One run as the page reads it: settings, summary on the questions every method finished, rows, texts."""
     settings, rows, methods, coverage = current_rows(run_dir)
     complete = set(coverage.pop("complete")) if coverage else None
-    summary = build_report([r for r in rows if complete is None or r["question_id"] in complete], settings, methods)
+    summary = build_report([r for r in rows if complete is None or r["question_id"] in complete], settings, methods,
+                           groups_of(run_dir))
     if coverage:
         summary["coverage"] = coverage
     texts, question_note = _questions_of(settings, questions, run_dir)

@@ -99,8 +99,13 @@ def load_benchmark(
 ) -> LoadReport:
     """Load a benchmark by name, several joined by commas (`mmlu-med-dev,mmlu-med-val`), or any JSONL/CSV path."""
     if "," in name_or_path and not Path(name_or_path).is_file():  # a file whose name has a comma is one dataset
-        return LoadReport.join([load_benchmark(part.strip(), data_dir, skip_bad_rows, joined=name_or_path)
-                                for part in name_or_path.split(",")])
+        parts = [(part.strip(), load_benchmark(part.strip(), data_dir, skip_bad_rows, joined=name_or_path))
+                 for part in name_or_path.split(",")]
+        for part, report in parts:  # each question's dataset is its group: intervals are clustered by it
+            for example in report.examples:
+                if not example.get("group"):
+                    example["group"] = part
+        return LoadReport.join([report for _, report in parts])
     if name_or_path not in BENCHMARKS:
         path = Path(name_or_path)
         if path.suffix.lower() in (".jsonl", ".json", ".csv") or path.exists():

@@ -107,7 +107,7 @@ def record_to_example(record: Any, default_id: str) -> dspy.Example:
     if answer not in options:
         raise ValueError(f"field 'answer' is {answer!r}, not one of the options {''.join(options)}")
     qid = str(record.get("id") or default_id)
-    extra = {k: record[k] for k in ("subject", "dataset", "meta_info") if k in record}
+    extra = {k: record[k] for k in ("subject", "dataset", "meta_info", "group") if k in record}
     return make_example(question.strip(), options, answer, qid, **extra)
 
 

@@ -1,0 +1,73 @@
+"""The reference values tests/eval/fixtures/betting_cs_reference.json holds: confseq's own computation of the hedged
+capital confidence sequence (Waudby-Smith and Ramdas 2024) on three seeded streams, for hyporag's implementation
+(hyporag.eval.sequential) to be checked against.
+
+confseq does not build on this machine (its C++ part needs CMake packages that are not here), so its pure-Python
+betting code is read from a checkout you give: `git clone https://github.com/gostevehoward/confseq`, then
+
+    .venv/bin/python bench/sequential_reference.py --confseq-src confseq/src \
+        --out tests/eval/fixtures/betting_cs_reference.json
+
+confseq's `hedged_cs` passes the candidate mean as the negative bettor's truncation (its second positional argument),
+which bets less than the paper states; `betting_cs` configured with the paper's bets on both sides is the paper's
+sequence, and is what is recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+
+STREAMS = (("uniform", 1, "uniform", 200), ("accuracy", 2, "three-point", 200), ("skewed", 3, "beta", 300))
+
+
+def streams() -> dict[str, np.ndarray]:
+    out = {}
+    for name, seed, kind, n in STREAMS:
+        rng = np.random.default_rng(seed)
+        if kind == "uniform":
+            x = rng.uniform(0, 1, n)
+        elif kind == "three-point":  # a paired accuracy difference in {-1, 0, 1}, mapped to [0, 1]
+            x = rng.choice([0.0, 0.5, 1.0], size=n, p=[0.15, 0.6, 0.25])
+        else:
+            x = rng.beta(2, 5, n)
+        out[name] = x.round(6)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--confseq-src", required=True, help="the src/ folder of a confseq checkout")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    np.float_ = np.float64  # confseq's type hints predate NumPy 2
+    sys.modules["multiprocess"] = types.ModuleType("multiprocess")  # only its parallel grid uses it
+    package = types.ModuleType("confseq")  # its __init__ imports the compiled part: load the Python modules alone
+    package.__path__ = [str(Path(args.confseq_src) / "confseq")]
+    sys.modules["confseq"] = package
+    from confseq.betting import betting_cs
+    from confseq.betting_strategies import lambda_predmix_eb
+
+    def bets(x, m):
+        return lambda_predmix_eb(x, alpha=0.05)
+
+    cases = {}
+    for name, x in streams().items():
+        lower, upper = betting_cs(x, lambdas_fns_positive=[bets], lambdas_fns_negative=[bets], alpha=0.05,
+                                  breaks=1000, running_intersection=True, convex_comb=False, theta=0.5,
+                                  trunc_scale=0.5, m_trunc=True)
+        cases[name] = {"x": x.tolist(), "lower": [round(v, 6) for v in lower], "upper": [round(v, 6) for v in upper]}
+    source = ("confseq betting.betting_cs, both bettors lambda_predmix_eb(x, alpha=0.05), theta 1/2, trunc_scale "
+              "1/2, m_trunc, 1000 breaks, running intersection (bench/sequential_reference.py)")
+    Path(args.out).write_text(json.dumps({"source": source, "alpha": 0.05, "cases": cases}, separators=(",", ":")))
+    print(f"written: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,62 @@
+"""The anytime-valid confidence sequence: the bounds confseq computes for the paper's hedged capital sequence, its
+coverage under monitoring after every observation on seeded bounded streams, and the three outcomes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hyporag.eval.sequential import BettingCS, combined, outcome_of, read_sequence
+
+REFERENCE = Path(__file__).parent / "fixtures" / "betting_cs_reference.json"
+
+
+@pytest.mark.parametrize("case", ["uniform", "accuracy", "skewed"])
+def test_the_bounds_are_confseqs_for_the_papers_sequence(case):
+    reference = json.loads(REFERENCE.read_text())["cases"][case]
+    sequence = BettingCS(0.0, 1.0, alpha=0.05)
+    bounds = np.array([sequence.update(x) for x in reference["x"]])
+    assert np.allclose(bounds[:, 0], reference["lower"], atol=1e-6)
+    assert np.allclose(bounds[:, 1], reference["upper"], atol=1e-6)
+
+
+def test_a_sequence_in_other_units_is_the_same_sequence_rescaled():
+    x = np.random.default_rng(5).choice([0.0, 0.5, 1.0], 80, p=[0.2, 0.5, 0.3])
+    unit, paired = BettingCS(0, 1, 0.05), BettingCS(-1, 1, 0.05)
+    for value in x:
+        low, high = unit.update(value)
+        lower, upper = paired.update(2 * value - 1)
+    assert lower == pytest.approx(2 * low - 1) and upper == pytest.approx(2 * high - 1)
+
+
+@pytest.mark.parametrize("probabilities", [(0.15, 0.6, 0.25), (0.4, 0.2, 0.4), (0.05, 0.9, 0.05)])
+def test_monitored_after_every_question_it_misses_the_true_mean_at_most_alpha_of_the_time(probabilities):
+    """200 seeded streams of 150 paired accuracy differences in {-1, 0, 1}: the sequence, read after every one,
+    ever excludes the true mean in at most 5% of streams."""
+    rng = np.random.default_rng(17)
+    truth = probabilities[2] - probabilities[0]
+    misses = 0
+    for _ in range(200):
+        sequence = BettingCS(-1, 1, alpha=0.05)
+        for d in rng.choice([-1.0, 0.0, 1.0], 150, p=probabilities):
+            lower, upper = sequence.update(d)
+            if not lower <= truth <= upper:
+                misses += 1
+                break
+    assert misses / 200 <= 0.05
+
+
+def test_outcomes_are_better_worse_equivalent_or_undecided():
+    assert outcome_of(0.01, 0.3, 0.05) == "better" and outcome_of(-0.3, -0.01, 0.05) == "worse"
+    assert outcome_of(-0.04, 0.03, 0.05) == "equivalent" and outcome_of(-0.2, 0.1, 0.05) == "undecided"
+    clear = read_sequence([1.0] * 30 + [0.0] * 30, "accuracy", alpha=0.05)
+    assert clear.outcome == "better" and 5 < clear.decided_at < 30 and clear.lower > 0
+    ties = read_sequence([0.0] * 400, "accuracy", alpha=0.05, delta=0.05)
+    assert ties.outcome == "equivalent" and ties.decided_at < 400 and ties.lower > -0.05 and ties.upper < 0.05
+    few = read_sequence([1.0, -1.0, 0.0, 1.0], "accuracy", alpha=0.05)
+    assert few.outcome == "undecided" and few.decided_at is None and few.n == 4
+    assert combined([clear, few]) == ("better", clear.decided_at)
+    assert combined([ties, ties]) == ("equivalent", ties.decided_at)
