@@ -27,10 +27,17 @@ from hyporag.eval.evidence import option_evidence
 from hyporag.eval.parallel import run_parallel
 from hyporag.eval.results_store import ResultsStore
 from hyporag.eval.row import ResultRow, processed_of
-from hyporag.eval.run_questions import question_record, write_questions
+from hyporag.eval.run_questions import write_questions
 from hyporag.foundation.errors import BackendError, HyporagError, RunFailedError
 from hyporag.lm.client import explain_lm_error
 from hyporag.questions.records import question_fingerprint
+
+
+def question_record(example: dspy.Example) -> dict:
+    record = {"id": example.id, "question": example.question, "options": dict(example.options),
+              "gold": example.answer, "fingerprint": question_fingerprint(example)}
+    group = example.get("group") if hasattr(example, "get") else None
+    return {**record, "group": str(group)} if group not in (None, "") else record
 
 
 def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction | None, seconds: float,
@@ -130,25 +137,35 @@ def run_one(program: Callable, example: dspy.Example, method: str, judge: Callab
 
 
 def answer_all(programs: dict[str, Callable], examples: Sequence[dspy.Example], threads: int = 1,
-             judge: Callable | None = None, metric: Callable | None = None,
-             sink: Callable[[dict], None] | None = None, skip: set[tuple[str, str]] = frozenset(),
-             progress: bool = False, debug: bool = False, desc: str = "eval") -> list[dict[str, Any]]:
+               judge: Callable | None = None, metric: Callable | None = None,
+               sink: Callable[[dict], None] | None = None, skip: set[tuple[str, str]] = frozenset(),
+               progress: bool = False, debug: bool = False, desc: str = "eval",
+               until: Callable[[], bool] | None = None) -> list[dict[str, Any]]:
     """Every (method, question) pair not in `skip` (pairs of question id and method), question by question
-    across methods; returns the rows in completion order and hands each to `sink` as it finishes."""
+    across methods; returns the rows in completion order and hands each to `sink` as it finishes. With `until`,
+    the questions are answered in order, `threads` at a time (every method each), and the loop ends as soon as
+    `until()` says so after a question: before the first one too (a resumed run that is decided asks nothing)."""
     from tqdm import tqdm
 
     todo = [(m, e) for e in examples for m in programs if (e.id, m) not in skip]
     total = len(examples) * len(programs)
     bar = tqdm(total=total, initial=total - len(todo), desc=desc, unit="answer", disable=not progress)
     rows: list[dict[str, Any]] = []
+    step = len(todo) if until is None else max(1, threads) * len(programs)
+
+    def answer(task: tuple[str, dspy.Example]) -> dict[str, Any]:
+        return run_one(programs[task[0]], task[1], task[0], judge, metric, debug)
+
     try:
-        for _, row in run_parallel(lambda task: run_one(programs[task[0]], task[1], task[0], judge, metric, debug),
-                                   todo, threads):
-            ResultRow.check(row)
-            rows.append(row)
-            if sink is not None:
-                sink(row)
-            bar.update(1)
+        for start in range(0, len(todo), step or 1):
+            if until is not None and until():
+                break
+            for _, row in run_parallel(answer, todo[start:start + step], threads):
+                ResultRow.check(row)
+                rows.append(row)
+                if sink is not None:
+                    sink(row)
+                bar.update(1)
     finally:  # the bar ends its line, so an error after it stands on a line of its own
         bar.close()
     return rows
@@ -167,9 +184,11 @@ class RunRecord:
 
 def record_run(programs: dict[str, Callable], examples: Sequence[dspy.Example], out_dir: str | Path,
                settings: dict[str, Any], threads: int = 1, progress: bool = True,
-               judge: Callable | None = None, debug: bool = False) -> RunRecord:
+               judge: Callable | None = None, debug: bool = False,
+               until: Callable[[list[dict]], bool] | None = None) -> RunRecord:
     """Answer every (question, method) pair not already in `out_dir` and keep the record: rows, the questions
-    asked (questions.jsonl) and the settings (run.json)."""
+    asked (questions.jsonl) and the settings (run.json). `until(rows)` (the directory's current rows) ends the run
+    early, checked before each question in order (`eval --until-decided`)."""
     out_dir = Path(out_dir)
     fingerprints = {e.id: question_fingerprint(e) for e in examples}
     # the questions this run answers, by content: a report drawn from the directory skips rows of older versions
@@ -191,7 +210,7 @@ def record_run(programs: dict[str, Callable], examples: Sequence[dspy.Example], 
                       "answering them again with the judge (cached LM calls cost nothing)", file=sys.stderr)
                 skip = skip - unjudged
         answer_all(programs, examples, threads, judge=judge, sink=store.append, skip=skip, progress=progress,
-                   debug=debug)
+                   debug=debug, until=(lambda: until(store.latest())) if until is not None else None)
         rows = [r for r in store.latest() if r["method"] in programs
                 and r.get("question_fingerprint") == fingerprints.get(r["question_id"])]
         methods = list(store.settings.get("methods") or programs)

@@ -7,8 +7,10 @@ Rows are JSON objects on disk (results.jsonl); this is their one definition. Rea
 from __future__ import annotations
 
 import math
+import sys
 import types
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from hyporag.eval.belief import MEASURES, rederived
@@ -141,3 +143,22 @@ def rescored(row: dict[str, Any]) -> dict[str, Any]:
             not derived.get("damaged_distribution"):
         derived["measures_rederived"] = True
     return derived
+
+
+def say_distrusted(where: Path | str, rows: list[dict]) -> None:
+    """One stderr line per kind of stored value a reader did not trust: a `correct` flag that disagrees with answer
+    and gold, belief measures that disagree with the row's own distribution, a distribution that is not one."""
+    rescored = sum(bool(r.get("rescored")) for r in rows)
+    if rescored:
+        print(f"{where}: {rescored} row(s) stored a `correct` flag that disagrees with their answer and gold; "
+              "scored from answer and gold", file=sys.stderr)
+    rederived = [r for r in rows if r.get("measures_rederived")]
+    if rederived:
+        print(f"{where}: {len(rederived)} row(s) stored belief measures (log p_gold, p_gold, margin, entropy) that "
+              f"disagree with their own option distribution (first: {rederived[0]['method']} on "
+              f"{rederived[0]['question_id']}); derived from the distribution", file=sys.stderr)
+    damaged = [r for r in rows if r.get("damaged_distribution")]
+    if damaged:
+        print(f"{where}: {len(damaged)} row(s) hold an option distribution that is not one (first: "
+              f"{damaged[0]['method']} on {damaged[0]['question_id']}: {damaged[0]['damaged_distribution']}); "
+              "their belief measures are left out (counted as damaged)", file=sys.stderr)

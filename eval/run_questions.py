@@ -9,19 +9,9 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-import dspy
-
 from hyporag.foundation.atomic import write_text_atomic
-from hyporag.questions.records import question_fingerprint
 
 QUESTIONS = "questions.jsonl"
-
-
-def question_record(example: dspy.Example) -> dict:
-    record = {"id": example.id, "question": example.question, "options": dict(example.options),
-              "gold": example.answer, "fingerprint": question_fingerprint(example)}
-    group = example.get("group") if hasattr(example, "get") else None
-    return {**record, "group": str(group)} if group not in (None, "") else record
 
 
 def read_questions(directory: str | Path) -> dict[str, dict]:

@@ -12,6 +12,7 @@ from hyporag.eval import paper_analyses as analysis
 from hyporag.eval.comparisons import ALPHA, paired_sequences, run_order
 from hyporag.eval.report_plots import plots
 from hyporag.eval.results_store import ROWS, latest_rows, read_rows, read_run_settings
+from hyporag.eval.row import say_distrusted
 from hyporag.eval.run_questions import read_questions
 from hyporag.eval.summary import format_table, notes, summaries, summarize
 from hyporag.foundation.atomic import write_json_atomic, write_text_atomic
@@ -250,25 +251,6 @@ def report_from_dir(out_dir: str | Path) -> dict:
         complete = set(coverage.pop("complete"))
         rows = [r for r in rows if r["question_id"] in complete]
     return write_report(rows, settings, methods, Path(out_dir), coverage)
-
-
-def say_distrusted(where: Path | str, rows: list[dict]) -> None:
-    """One stderr line per kind of stored value a reader did not trust: a `correct` flag that disagrees with answer
-    and gold, belief measures that disagree with the row's own distribution, a distribution that is not one."""
-    rescored = sum(bool(r.get("rescored")) for r in rows)
-    if rescored:
-        print(f"{where}: {rescored} row(s) stored a `correct` flag that disagrees with their answer and gold; "
-              "scored from answer and gold", file=sys.stderr)
-    rederived = [r for r in rows if r.get("measures_rederived")]
-    if rederived:
-        print(f"{where}: {len(rederived)} row(s) stored belief measures (log p_gold, p_gold, margin, entropy) that "
-              f"disagree with their own option distribution (first: {rederived[0]['method']} on "
-              f"{rederived[0]['question_id']}); derived from the distribution", file=sys.stderr)
-    damaged = [r for r in rows if r.get("damaged_distribution")]
-    if damaged:
-        print(f"{where}: {len(damaged)} row(s) hold an option distribution that is not one (first: "
-              f"{damaged[0]['method']} on {damaged[0]['question_id']}: {damaged[0]['damaged_distribution']}); "
-              "their belief measures are left out (counted as damaged)", file=sys.stderr)
 
 
 def current_rows(out_dir: str | Path) -> tuple[dict, list[dict], list[str], dict | None]:

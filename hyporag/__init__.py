@@ -55,6 +55,7 @@ _EXPORTS = {
     "ReproduceSettings": "hyporag.jobs.settings",
     "EmbedSettings": "hyporag.jobs.settings",
     "evaluate": "hyporag.jobs.evaluate",
+    "compare": "hyporag.jobs.compare",
     "fit": "hyporag.jobs.fit",
     "tune": "hyporag.jobs.tune",
     "compile": "hyporag.jobs.compile",

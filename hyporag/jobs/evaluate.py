@@ -18,6 +18,7 @@ from typing import Any
 
 from hyporag.eval.ci_gate import check_bars, refuse_unknown_bars, write_junit, write_junit_error
 from hyporag.eval.engine import record_run, refuse_all_errored
+from hyporag.eval.regression import compare_runs, gate, write_gate_junit
 from hyporag.eval.results_store import read_run_settings
 from hyporag.eval.run_report import report_from_dir
 from hyporag.eval.shards import Shard
@@ -34,6 +35,7 @@ from hyporag.jobs.builders import (
     load_frozen,
     select_examples,
 )
+from hyporag.jobs.compare import deltas_of, record_stop, stop_rule
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import EvalSettings
 from hyporag.jobs.speed import record_run_speed
@@ -44,7 +46,7 @@ from hyporag.programs.config import ProgramConfig
 from hyporag.programs.judge import ContextJudge
 from hyporag.programs.registry import method_entry
 from hyporag.questions.datasets import load_benchmark
-from hyporag.questions.records import examples_from_python
+from hyporag.questions.records import examples_from_python, question_fingerprint
 from hyporag.retrieval.bm25_engines import engine_of_retriever, search_of_retriever
 
 
@@ -59,6 +61,7 @@ class EvalReport:
     dataset_size: int
     failures: list[str] = field(default_factory=list)
     endpoints: dict[str, Any] = field(default_factory=dict)  # per LM over several servers: usage per endpoint
+    comparison: dict[str, Any] | None = None  # with `against`: each method against itself in the earlier run
 
     @property
     def methods(self) -> list[MethodSummary]:
@@ -100,12 +103,15 @@ def evaluate(run: RunConfig, settings: EvalSettings | None = None, roles=None, e
 
 
 def run_evaluation(programs: dict, examples: Sequence, out: str | Path, settings: dict[str, Any], threads: int = 1,
-                   progress: bool = True, judge=None, debug: bool = False) -> dict:
+                   progress: bool = True, judge=None, debug: bool = False, until=None) -> dict:
     """The engine answers and keeps the run record; the summary files and the page are then drawn from that record
     alone (as `hyporag report` and `view` draw them): every method the directory holds, on the questions they all
-    answered. A method all of whose questions errored fails the run after its record and report are written."""
+    answered. A method all of whose questions errored fails the run after its record and report are written. With
+    `until` (eval --until-decided), run.json records where the run stopped and why before the report is drawn."""
     record = record_run(programs, examples, out, settings, threads=threads, progress=progress, judge=judge,
-                        debug=debug)
+                        debug=debug, until=until)
+    if until is not None:
+        record_stop(record.out, record.rows, list(programs), until(record.rows))
     report = report_from_dir(record.out)
     report["view"] = str(write_view([record.out], questions=record.questions))
     refuse_all_errored(record.rows, record.out)
@@ -143,6 +149,8 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
             configs = {m.name: m.config for m in run.methods}
         if settings.fail_under:  # a bar may name any method the directory will hold: the earlier ones too
             refuse_unknown_bars(settings.fail_under, list(dict.fromkeys([*_methods_in(out), *programs])))
+        if settings.until_decided and settings.max_questions:  # the budget: the first N of the seeded list
+            examples = examples[: settings.max_questions]
         planned = len(examples)
         examples, context_check = fit_to_context(examples, where, programs, roles, run)
         if not examples:
@@ -153,7 +161,12 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
                     "baseline": run.control.baseline,
                     "effective": {m: settings_of(p, effective=True) for m, p in programs.items()},
                     "skipped_too_long": planned - len(examples), "context_check": context_check,
-                    "code_version": code_version(), **({"shard": shard_record} if shard else {})}
+                    "code_version": code_version(), **({"shard": shard_record} if shard else {}),
+                    "sequential": {"alpha": settings.alpha, "deltas": deltas_of(settings),
+                                   "until_decided": settings.until_decided, "max_questions": settings.max_questions,
+                                   **({"against": str(settings.against)} if settings.against else {})}}
+        until = stop_rule(settings, list(programs), run.control.baseline, [e.id for e in examples],
+                          {e.id: question_fingerprint(e) for e in examples}) if settings.until_decided else None
         if tracker:
             tracker.params(flat_params("", {k: recorded[k] for k in (
                 "dataset", "n", "seed", "methods", "lms", "adapters", "budget", "retriever", "dur",
@@ -162,7 +175,7 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
         earlier = _recorded_endpoints(out)
         try:
             report = run_evaluation(programs, examples, out, recorded, threads=run.control.threads, judge=judge,
-                                    progress=progress, debug=run.control.debug)
+                                    progress=progress, debug=run.control.debug, until=until)
         finally:  # a run stopped by a dead pool keeps what each endpoint served, for the resume to add to
             endpoints = _record_endpoints(out, roles, earlier)
         record_run_speed(roles, report, recorded)  # seconds per call at this budget, for fit's estimate
@@ -171,9 +184,16 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
             code = 130 if isinstance(exc, KeyboardInterrupt) else exc.exit_code
             write_junit_error(settings.junit, suite, str(exc) or "interrupted", code)
         raise
+    failures = check_bars(report["methods"], settings.fail_under)
+    comparison = None
+    if settings.against:  # the regression gate: each method against itself in the earlier run
+        comparison = compare_runs(out, settings.against, settings.alpha, deltas_of(settings))
+        failures += gate(comparison, settings.fail_if_worse)
     if settings.junit:
         write_junit(settings.junit, report["methods"], settings.fail_under, suite=suite)
-    return EvalReport(out, report, size, check_bars(report["methods"], settings.fail_under), endpoints)
+        if comparison is not None:
+            write_gate_junit(settings.junit, comparison, failures, suite)
+    return EvalReport(out, report, size, failures, endpoints, comparison)
 
 
 def _methods_in(out: Path) -> list[str]:

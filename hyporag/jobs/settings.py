@@ -76,9 +76,31 @@ class EvalSettings(JobSettings):
     shard: str | None = setting(None, flag="--shard", metavar="I/N", rule=_shard, help="run every N-th question "
                                 "from the I-th, every method (one machine's part of a run; give each shard its own "
                                 "--out and join them with hyporag merge)")
+    until_decided: bool = setting(False, flag="--until-decided", help="answer the seeded questions in order and stop "
+                                  "once every method's comparison with the baseline (or with itself in --against's "
+                                  "run) is decided: better, worse, or equivalent within --delta, by confidence "
+                                  "sequences valid however often they are read")
+    delta: float | None = setting(None, flag="--delta", rule=above(0), help="accuracy difference within which two "
+                                  "methods count as equivalent (default 0.05)")
+    delta_lead: float | None = setting(None, flag="--delta-lead", rule=above(0), help="log p(gold) difference "
+                                       "within which two methods count as equivalent (default 0.1)")
+    max_questions: int | None = setting(None, flag="--max-questions", rule=at_least(1), help="with --until-decided: "
+                                        "stop after this many questions, decided or not")
+    alpha: float = setting(0.05, flag="--alpha", rule=lambda v: None if 0 < v < 1 else "must be between 0 and 1",
+                           help="the error budget every report's sequences share (default 0.05)")
+    against: str | None = setting(None, flag="--against", metavar="RUN_DIR", help="compare each method with itself "
+                                  "in an earlier run, paired by question: a regression gate")
+    fail_if_worse: float | None = setting(None, flag="--fail-if-worse", metavar="D", rule=at_least(0),
+                                          help="with --against: exit 1 when a method's accuracy is worse than the "
+                                          "earlier run's by more than D with the error guarantee (0: worse beyond "
+                                          "chance)")
 
     def check(self) -> None:
         super().check()
+        if self.fail_if_worse is not None and not self.against:
+            self.refuse("fail_if_worse", "needs --against, the run to compare with")
+        if self.max_questions is not None and not self.until_decided:
+            self.refuse("max_questions", "is --until-decided's budget; use --limit for a fixed number of questions")
         for method, bar in self.fail_under.items():  # checked before any call, as --fail-under is
             if isinstance(bar, bool) or not isinstance(bar, (int, float)) or not 0.0 <= bar <= 1.0:
                 self.refuse("fail_under", f"{method} = {bar!r}: an accuracy bar is a number in [0, 1] (0.55, not 55)")

@@ -175,6 +175,8 @@ def test_the_page_shows_the_paired_tests_a_legend_and_a_partial_runs_own_n(tiny_
         browser.get((tmp_path / "run" / "report.html").as_uri())
         paired = browser.find_element(By.ID, "paired").text
         assert "Wilcoxon p" in paired and "questions for 80% power" in paired and "cot" in paired
+        sequences = browser.find_element(By.ID, "sequences").text
+        assert "decided at question" in sequences and "cot" in sequences
         legend = browser.find_element(By.CSS_SELECTOR, "p.legend").text
         assert "DUR" in legend and "margin" in legend and "lift over cot" in legend
         assert "n 1 of 6 planned" in browser.find_element(By.TAG_NAME, "main").text
