@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,27 +140,35 @@ def answer_all(programs: dict[str, Callable], examples: Sequence[dspy.Example], 
                judge: Callable | None = None, metric: Callable | None = None,
                sink: Callable[[dict], None] | None = None, skip: set[tuple[str, str]] = frozenset(),
                progress: bool = False, debug: bool = False, desc: str = "eval",
-               until: Callable[[], bool] | None = None) -> list[dict[str, Any]]:
+               until: Callable[[], bool | Collection[str]] | None = None) -> list[dict[str, Any]]:
     """Every (method, question) pair not in `skip` (pairs of question id and method), question by question
     across methods; returns the rows in completion order and hands each to `sink` as it finishes. With `until`,
-    the questions are answered in order, `threads` at a time (every method each), and the loop ends as soon as
-    `until()` says so after a question: before the first one too (a resumed run that is decided asks nothing)."""
+    the questions are answered in order, `threads` at a time (every method each), and before each of them
+    `until()` says whether to go on: True stops (a resumed run that is decided asks nothing), False goes on, and a
+    collection of method names goes on with those alone (a race drops a candidate; none left stops)."""
     from tqdm import tqdm
 
     todo = [(m, e) for e in examples for m in programs if (e.id, m) not in skip]
     total = len(examples) * len(programs)
     bar = tqdm(total=total, initial=total - len(todo), desc=desc, unit="answer", disable=not progress)
     rows: list[dict[str, Any]] = []
-    step = len(todo) if until is None else max(1, threads) * len(programs)
+    step = len(examples) if until is None else max(1, threads)
+    active = set(programs)
 
     def answer(task: tuple[str, dspy.Example]) -> dict[str, Any]:
         return run_one(programs[task[0]], task[1], task[0], judge, metric, debug)
 
     try:
-        for start in range(0, len(todo), step or 1):
-            if until is not None and until():
-                break
-            for _, row in run_parallel(answer, todo[start:start + step], threads):
+        for start in range(0, len(examples), step or 1):
+            if until is not None:
+                verdict = until()
+                if verdict is True or (verdict is not False and verdict is not None and not set(verdict)):
+                    break
+                if verdict not in (False, None):
+                    active = set(verdict)
+            chunk = [(m, e) for e in examples[start:start + step] for m in programs
+                     if m in active and (e.id, m) not in skip]
+            for _, row in run_parallel(answer, chunk, threads):
                 ResultRow.check(row)
                 rows.append(row)
                 if sink is not None:

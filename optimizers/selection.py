@@ -4,55 +4,59 @@ most expensive method winning on noise.
 The rule (`SelectionRule.describe` says it in every report): candidates are ranked by validation accuracy, then by
 the reader's mean log p(gold) (clipped at −5), then by fewer LM calls per question. The simplest candidate (`rag`
 when it is among them, else the one with the fewest LM calls per question) is kept unless a higher-ranked one beats
-it beyond chance, paired on the same validation questions: accuracy not lower, and either McNemar's p below
-`alpha` or, with at least `min_continuous` validation questions, the 95% bootstrap interval of its log p(gold)
-advantage above 0. Below that many questions a percentile bootstrap interval is too narrow to trust (on 7
-questions of the stdlib fit it called a difference that held-out did not confirm), so only McNemar can decide. A
-candidate over `max_calls_per_question` is not eligible. Calls per question are the method's own (its declared
-count, or more where the rows measured more): validation answers are often cached from tuning, and a cached call
-is free to the fit but not to the user who ships the program.
+it with the error guarantee: each candidate's paired difference with the simplest on the same validation questions,
+in their seeded order, read as confidence sequences (hyporag.eval.comparisons) on accuracy and on log p(gold),
+alpha split over every candidate and both measures, decides "better" (and neither measure says worse). The race
+before tuning (hyporag.jobs.fit_race) uses the same sequences. A candidate over `max_calls_per_question` is not
+eligible. Calls per question are the method's own (its declared count, or more where the rows measured more):
+validation answers are often cached from tuning, and a cached call is free to the fit but not to the user who ships
+the program. The fixed-n tests (McNemar, bootstrap intervals) are kept beside, for reading, not for the pick.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from hyporag.eval.comparisons import compare_sequences
 from hyporag.eval.decision import LEAD, method_means, paired_measures
+from hyporag.eval.paper_analyses import _by_method as by_method
 from hyporag.eval.row import ResultRow
+from hyporag.eval.sequential import read_sequence
 
 
 @dataclass(frozen=True)
 class SelectionRule:
     simplest: str = "rag"
-    alpha: float = 0.1
+    alpha: float = 0.05  # shared by every candidate's sequences against the simplest (Bonferroni)
     max_calls_per_question: float | None = None
-    min_continuous: int = 20  # validation questions below which log p(gold)'s interval does not count
 
     def describe(self) -> str:
         cap = (f"; a candidate over {self.max_calls_per_question:g} LM calls per question is not eligible"
                if self.max_calls_per_question is not None else "")
         return (f"rank by validation accuracy, then mean log p(gold) clipped at -5, then fewer LM calls per question; "
                 f"keep the simplest candidate ({self.simplest} when tried, else the fewest LM calls per question) "
-                f"unless a higher-ranked one has accuracy not lower and beats it beyond chance on the same questions "
-                f"(McNemar p < {self.alpha:g}, or, on at least {self.min_continuous} questions, the 95% bootstrap "
-                f"interval of its log p(gold) advantage above 0){cap}")
+                f"unless a higher-ranked one beats it with the error guarantee: its paired difference with the "
+                f"simplest on the same questions, read as confidence sequences on accuracy and log p(gold) (alpha "
+                f"{self.alpha:g} split over every candidate and both measures), says better and neither says worse"
+                f"{cap}")
 
-    def smallest_decisive(self) -> int:
-        """The fewest validation questions on which McNemar can reach p < alpha: every one discordant in the
-        candidate's favour, p = 2 · 0.5^n."""
-        n = 1
-        while 2 * 0.5 ** n >= self.alpha:
-            n += 1
-        return n
+    def smallest_decisive(self, candidates: int = 2) -> int:
+        """The fewest validation questions on which a candidate right on every one where the simplest is wrong could
+        be decided better (by accuracy), at this rule's share of alpha."""
+        each = self.alpha / (2 * max(1, candidates - 1))
+        verdict = read_sequence([1.0] * 500, "accuracy", each)
+        return verdict.decided_at or 500
 
-    def undecidable(self, n_val: int) -> str | None:
+    def undecidable(self, n_val: int, candidates: int = 2) -> str | None:
         """Why a validation split of `n_val` questions can only ever keep the simplest candidate (None when a
         candidate can win there)."""
-        if n_val >= self.smallest_decisive():
+        needed = self.smallest_decisive(candidates)
+        if n_val >= needed:
             return None
-        return (f"on {n_val} validation question(s) the rule can only keep {self.simplest}: McNemar's smallest p there "
-                f"is {min(1.0, 2 * 0.5 ** n_val):.3g}, not below {self.alpha:g}, and the log p(gold) interval counts "
-                f"from {self.min_continuous} questions")
+        return (f"on {n_val} validation question(s) the rule can only keep {self.simplest}: even a candidate right on "
+                f"every question where {self.simplest} is wrong needs {needed} before its confidence sequence can "
+                "say it is better")
 
     def to_dict(self) -> dict:
         return {**asdict(self), "text": self.describe()}
@@ -71,13 +75,19 @@ def _scores(rows: list[dict], candidates: list[str], declared: dict[str, float])
 
 
 def select(rows: list[dict], candidates: list[str], rule: SelectionRule, seed: int = 0,
-           declared_calls: dict[str, float] | None = None) -> dict:
-    """The chosen candidate, the runner-up, and the evidence: each candidate's validation scores and its paired
-    comparison with the simplest. `declared_calls`: each method's own LM calls per question (its class says)."""
+           declared_calls: dict[str, float] | None = None, order: Sequence[str] | None = None) -> dict:
+    """The chosen candidate, the runner-up, and the evidence: each candidate's validation scores, its sequences
+    against the simplest (in `order`, the validation questions' seeded order) and the fixed-n tests beside them.
+    `declared_calls`: each method's own LM calls per question (its class says)."""
     scores = _scores(rows, candidates, declared_calls or {})
     simplest = rule.simplest if rule.simplest in candidates else min(
         candidates, key=lambda m: (scores[m]["calls_per_q"], candidates.index(m)))
     paired = paired_measures([r for r in rows if r["method"] in candidates], simplest, seed)
+    grouped = by_method([r for r in rows if not r.get("error") and r["method"] in candidates])
+    order = list(order or sorted({r["question_id"] for r in rows}))
+    others = [m for m in candidates if m != simplest]
+    sequences = compare_sequences({m: (grouped.get(m, {}), grouped.get(simplest, {})) for m in others}, order,
+                                  rule.alpha) if others else {"comparisons": {}}
 
     def rank(method: str) -> tuple:
         s = scores[method]
@@ -92,16 +102,12 @@ def select(rows: list[dict], candidates: list[str], rule: SelectionRule, seed: i
             continue
         over_cap = (rule.max_calls_per_question is not None
                     and scores[method]["calls_per_q"] > rule.max_calls_per_question)
-        comparison = paired.get(method) or {}
-        accuracy, lead = comparison.get("accuracy") or {}, comparison.get(LEAD) or {}
-        not_lower = (accuracy.get("mean") or 0.0) >= 0
-        enough = (lead.get("n") or 0) >= rule.min_continuous
-        beyond = (accuracy.get("mcnemar_p", 1.0) < rule.alpha
-                  or (enough and lead.get("ci95_low") is not None and lead["ci95_low"] > 0))
-        verdicts[method] = ("over the LM-call cap" if over_cap else "beats the simplest beyond chance"
-                            if not_lower and beyond else "not beyond chance against the simplest")
-    eligible = [m for m in ranked if m != simplest and verdicts[m] == "beats the simplest beyond chance"]
-    chosen = eligible[0] if eligible and rank(eligible[0]) < rank(simplest) else simplest
+        outcome = sequences["comparisons"][method]["outcome"]
+        verdicts[method] = ("over the LM-call cap" if over_cap else "beats the simplest with the error guarantee"
+                            if outcome == "better" else f"not shown better than the simplest ({outcome})")
+    eligible = [m for m in ranked if m != simplest and verdicts[m] == "beats the simplest with the error guarantee"]
+    chosen = eligible[0] if eligible else simplest
     runner_up = next((m for m in ranked if m != chosen), None)
     return {"chosen": chosen, "runner_up": runner_up, "simplest": simplest, "ranking": ranked, "scores": scores,
-            "verdicts": verdicts, "paired_vs_simplest": paired, "rule": rule.to_dict()}
+            "verdicts": verdicts, "paired_vs_simplest": paired, "sequences_vs_simplest": sequences,
+            "rule": rule.to_dict()}

@@ -1,12 +1,13 @@
 """`hyporag fit --methods rag,hcqr,chr,option-contrast`: which retrieval program to ship for your questions, corpus
 and model, and how sure that is.
 
-Stages (each recorded in `<out>/fit.json`, so a killed fit resumes): candidates (each method's own fit through
-freeze in `<out>/candidates/<method>/`: the same seeded split, tuned numbers, compiled prompts) → validate (every
-candidate and cot on the validation questions; one chosen by the rule in `optimizers.selection`) → evaluate (the
-chosen program, rag, cot and the runner-up on held-out, paired) → freeze (`<out>/artifact`, recording every
-candidate's validation scores and the rule) → report. Before the first LM call the whole job's cost is printed;
-`max_minutes` stops it at a stage boundary.
+Stages (each recorded in `<out>/fit.json`, so a killed fit resumes): race (every candidate's untuned program on
+the train and validation questions, one whose confidence sequence against another lies below 0 dropped there:
+hyporag.jobs.fit_race) → candidates (each survivor's own fit through freeze in `<out>/candidates/<method>/`: the
+same seeded split, tuned numbers, compiled prompts) → validate (every survivor and cot on the validation questions;
+one chosen by the rule in `optimizers.selection`, on the same sequences) → evaluate (the chosen program, rag, cot
+and the runner-up on held-out, paired) → freeze (`<out>/artifact`, recording every candidate's scores and the rule)
+→ report. Before the first LM call the whole job's cost is printed; `max_minutes` stops it at a stage boundary.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from hyporag.foundation.errors import ConfigError, HyporagError
 from hyporag.jobs.builders import build_program, build_retriever
 from hyporag.jobs.evaluate import as_roles, run_evaluation, run_record
 from hyporag.jobs.fit_plan import Deadline, FitPlan, FitResult, FitState, fit_questions, run_stage
+from hyporag.jobs.fit_race import race
 from hyporag.jobs.fit_report import confirmation, write_candidates_report
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
@@ -32,7 +34,7 @@ from hyporag.optimizers.splits import questions_fingerprint, refuse_test_split, 
 from hyporag.programs.registry import method_entry
 
 DEFAULT_CANDIDATES = ("rag", "hcqr", "chr", "option-contrast")
-STAGES = ("candidates", "validate", "evaluate", "freeze", "report")
+STAGES = ("race", "candidates", "validate", "evaluate", "freeze", "report")
 REFERENCE = "cot"  # always measured: the same reader without retrieval
 
 
@@ -45,9 +47,10 @@ def cost_estimate(methods: list[str], sizes: dict[str, int], settings: FitSettin
     """LM calls the whole job will make (each method's declared calls per question × questions × passes), and
     the time at this machine's measured seconds per call for the model, when one was measured before."""
     calls: dict[str, dict[str, float]] = {}
-    for method in methods:
+    for method in methods:  # at most: the race may stop a candidate early, and spare its tuning
         per_question = method_entry(method).program.estimated_calls
-        calls[method] = {"tune": settings.trials * sizes["val"] * per_question,
+        calls[method] = {"race": (sizes["train"] + sizes["val"]) * per_question,
+                         "tune": settings.trials * sizes["val"] * per_question,
                          "compile": 0.0 if settings.optimizer is None else sizes["train"] * per_question,
                          "validate": sizes["val"] * per_question}
     most = max(method_entry(m).program.estimated_calls for m in methods)
@@ -59,7 +62,7 @@ def cost_estimate(methods: list[str], sizes: dict[str, int], settings: FitSettin
     where = "" if measured_at == budget else f" (measured at B = {measured_at}, this fit runs B = {budget})"
     text = (f"fit plan: {len(methods)} candidates ({', '.join(methods)}) + {REFERENCE} on {sizes['train']} train / "
             f"{sizes['val']} validation / {sizes['heldout']} held-out questions; {settings.trials} trials each"
-            f"{'' if settings.optimizer is None else f', prompts by {settings.optimizer}'}: about {total:,.0f} LM "
+            f"{'' if settings.optimizer is None else f', prompts by {settings.optimizer}'}: at most {total:,.0f} LM "
             "calls (" + ", ".join(f"{m} {sum(c.values()):,.0f}" for m, c in calls.items()) + ", shared "
             f"{sum(shared.values()):,.0f}); " + (f"about {minutes:,.0f} min at {per_call:.1f} s per call, measured for "
                                                   f"this model on this machine{where}" if minutes is not None else
@@ -73,14 +76,13 @@ def cost_estimate(methods: list[str], sizes: dict[str, int], settings: FitSettin
     return {"calls": round(total), "per_candidate": calls, "shared": shared, "minutes": minutes, "text": text}
 
 
-def too_few_hint(rule: SelectionRule, splits: tuple[float, float, float], n: int) -> str:
+def too_few_hint(rule: SelectionRule, splits: tuple[float, float, float], n: int, candidates: int = 2) -> str:
     """What would let the rule decide: a larger validation share of these questions, or a dev set of the size that
-    gives the split its decisive minimum (and the log p(gold) interval its questions)."""
-    needed = rule.smallest_decisive()
+    gives the split its decisive minimum."""
+    needed = rule.smallest_decisive(candidates)
     share = min(0.6, needed / n + 1e-9) if n else 0.6
     train = round((1 - share) * splits[0] / (splits[0] + splits[2]), 2)
-    hint = f"a dev set of at least {math.ceil(needed / splits[1])} questions at these splits "
-    hint += f"({math.ceil(rule.min_continuous / splits[1])} for the log p(gold) interval to count too)"
+    hint = f"a dev set of at least {math.ceil(needed / splits[1])} questions at these splits"
     if n * share >= needed:
         hint = f"--splits {train:g},{share:.2f},{1 - train - share:.2f}, or " + hint
     return f"Give {hint}."
@@ -105,38 +107,44 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
                              seconds_per_call(roles, budget), budget)
     _log(estimate["text"])
     rule = SelectionRule(simplest=run.control.baseline, max_calls_per_question=settings.max_calls_per_question)
-    blind = rule.undecidable(len(parts["val"]))
+    blind = rule.undecidable(len(parts["val"]), len(methods))
     if blind:
-        _log(f"fit: warning: {blind}; tuning and compiling the other candidates cannot change the pick. "
-             + too_few_hint(rule, settings.splits, len(examples)))
+        _log(f"fit: warning: {blind}; the race still drops a candidate surely worse than another, but the pick on "
+             "validation cannot replace it. " + too_few_hint(rule, settings.splits, len(examples), len(methods)))
     state.data["estimate"] = {k: v for k, v in estimate.items() if k != "text"}
     state.data.pop("stopped", None)
-    for method in methods:
-        if state.done("candidates") is None:
-            deadline.check(f"candidate {method}")
-            _log(f"fit: candidate {method} ({methods.index(method) + 1} of {len(methods)})")
-            fit_one(settings.replace(method=method, methods=(), out=str(out / "candidates" / method)), run, roles,
-                    through="freeze", deadline=deadline)
-    run_stage(state, "candidates", lambda: _candidates_record(out, methods), _log, STAGES)
-    split = json.loads((out / "candidates" / methods[0] / "fit.json").read_text(encoding="utf-8"))["stages"]["split"]
-    by_id = {e.id: e for e in examples}
-    val, heldout = ([by_id[i] for i in split[k]] for k in ("val", "heldout"))
+    retriever = build_retriever(run, any(method_entry(m).program.uses_retrieval for m in (*methods, rule.simplest)))
     chosen_before = state.done("validate")
     if chosen_before is not None and chosen_before.get("rule") != rule.to_dict():  # a rule given on resume applies
         then = SelectionRule(**{k: v for k, v in chosen_before.get("rule", {}).items() if k != "text"})
         changed = ", ".join(f"{k} {getattr(then, k)!r} then, {getattr(rule, k)!r} now" for k in
-                            ("simplest", "alpha", "max_calls_per_question", "min_continuous")
-                            if getattr(then, k) != getattr(rule, k))
-        _log(f"fit: the selection rule changed ({changed}): choosing again from the validation rows (kept), then "
+                            ("simplest", "alpha", "max_calls_per_question") if getattr(then, k) != getattr(rule, k))
+        _log(f"fit: the selection rule changed ({changed}): racing and choosing again (the answers are kept), then "
              "held-out, freeze and report again")
-        state.forget(("validate", "evaluate", "freeze", "report"))
-    retriever = build_retriever(run, any(method_entry(m).program.uses_retrieval for m in (*methods, rule.simplest)))
+        state.forget(("race", "candidates", "validate", "evaluate", "freeze", "report"))
+    capped = [m for m in methods if m != rule.simplest and rule.max_calls_per_question is not None
+              and method_entry(m).program.estimated_calls > rule.max_calls_per_question]  # never shippable: not raced
+    racing = [m for m in methods if m not in capped] or [rule.simplest]
+    simplest = rule.simplest if rule.simplest in racing else min(
+        racing, key=lambda m: (method_entry(m).program.estimated_calls, racing.index(m)))
+    raced = run_stage(state, "race", lambda: {**race(racing, parts["train"] + parts["val"], out / "race", run, roles,
+                                                     retriever, rule.alpha, run.control.threads, simplest),
+                                              "capped": capped}, _log, STAGES, deadline)
+    survivors = raced["survivors"]
+    for method in survivors:
+        if state.done("candidates") is None:
+            deadline.check(f"candidate {method}")
+            _log(f"fit: candidate {method} ({survivors.index(method) + 1} of {len(survivors)} left after the race)")
+            fit_one(settings.replace(method=method, methods=(), out=str(out / "candidates" / method)), run, roles,
+                    through="freeze", deadline=deadline)
+    run_stage(state, "candidates", lambda: _candidates_record(out, survivors), _log, STAGES)
+    val, heldout = parts["val"], parts["heldout"]
 
     def frozen(method: str):
         return load_artifact(out / "candidates" / method / "artifact", retriever, roles)
 
     def evaluated(programs: dict, questions: list, where: Path) -> list[dict]:
-        configs = {m: frozen_config(out / "candidates" / m / "artifact") if m in methods else run.config_for(m)
+        configs = {m: frozen_config(out / "candidates" / m / "artifact") if m in survivors else run.config_for(m)
                    for m in programs}
         recorded = {"dataset": run.data.dataset, "n": len(questions), "seed": run.data.seed,
                     **run_record(programs, roles, retriever, configs), "fit": str(out)}
@@ -145,10 +153,12 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
         return read_results(where)
 
     def validate() -> dict:
-        programs = {m: frozen(m) for m in methods}
+        programs = {m: frozen(m) for m in survivors}
         programs[REFERENCE] = build_program(REFERENCE, run, None, roles)
-        chosen = select([r for r in evaluated(programs, val, out / "validation") if r["method"] in methods],
-                        methods, rule, run.data.seed, {m: method_entry(m).program.estimated_calls for m in methods})
+        chosen = select([r for r in evaluated(programs, val, out / "validation") if r["method"] in survivors],
+                        survivors, rule, run.data.seed,
+                        {m: method_entry(m).program.estimated_calls for m in survivors}, [e.id for e in val])
+        chosen["verdicts"].update(dict.fromkeys(raced.get("capped") or [], "over the LM-call cap"))
         return {"summary": f"chosen {chosen['chosen']} (runner-up {chosen['runner_up']}) on {len(val)} validation "
                            "questions", **chosen}
 
@@ -157,7 +167,7 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
 
     def confirm_on_heldout() -> dict:
         names = list(dict.fromkeys([chosen, rule.simplest, REFERENCE, *([runner_up] if runner_up else [])]))
-        programs = {m: frozen(m) if m in methods else build_program(
+        programs = {m: frozen(m) if m in survivors else build_program(
             m, run, retriever if method_entry(m).program.uses_retrieval else None, roles) for m in names}
         rows = evaluated(programs, heldout, out / "heldout")
         return {"summary": f"held-out {len(heldout)}: " + ", ".join(
@@ -172,8 +182,9 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
         earlier = read_artifact_manifest(out / "candidates" / chosen / "artifact")
         keep = {k: earlier[k] for k in ("optimizer", "metric", "objective", "splits", "validation", "cost")
                 if k in earlier}
-        record = {"candidates": methods, "chosen": chosen, "runner_up": runner_up, "rule": rule.to_dict(),
-                  "validation": selection["scores"], "verdicts": selection["verdicts"]}
+        record = {"candidates": methods, "survivors": survivors, "race": {k: raced[k] for k in (
+            "dropped", "questions", "calls", "alpha")}, "chosen": chosen, "runner_up": runner_up,
+                  "rule": rule.to_dict(), "validation": selection["scores"], "verdicts": selection["verdicts"]}
         save_artifact(out / "artifact", program, retriever, roles.specs(), {**keep, "selection": record})
         return {"summary": f"{chosen} frozen to {out / 'artifact'}", "artifact": str(out / "artifact")}
 

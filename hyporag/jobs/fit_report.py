@@ -95,11 +95,32 @@ def heldout_lines(accuracy: dict[str, float], paired: dict[str, dict], chosen: s
     return lines
 
 
+def race_lines(raced: dict | None, methods: list[str], stages: dict) -> list[str]:
+    """Each candidate's path through the fit: the questions and LM calls of its untuned program in the race, and
+    the stage it stopped at (dropped at question q behind another, or chosen / kept after validation)."""
+    if not raced:
+        return []
+    tuned = (stages.get("candidates") or {}).get("cost") or {}
+    lines = [f"Race: the untuned programs on {raced['race_questions']} train and validation questions; a candidate "
+             f"surely worse than another stopped there (confidence sequences, alpha {raced['alpha']:g} over "
+             f"{raced['pairs']} pair(s) and two measures).", "",
+             "| candidate | race questions | race LM calls | stopped at | tune + compile LM calls |",
+             "|---|---:|---:|---|---:|"]
+    for method in methods:
+        dropped = raced["dropped"].get(method)
+        where = (f"race, question {dropped['question']}, behind {dropped['behind']} ({dropped['by']})" if dropped
+                 else "went on to tuning")
+        spent = sum(c.get("lm_calls", 0) for c in (tuned.get(method) or {}).values())
+        lines.append(f"| {method} | {raced['questions'].get(method, 0)} | {raced['calls'].get(method, 0)} | {where} | "
+                     f"{spent if method in tuned else '–'} |")
+    return lines
+
+
 def write_candidates_report(out: Path, state: FitState, methods: list[str]) -> dict:
     stages = state.data["stages"]
     selection, heldout = stages["validate"], stages["evaluate"]
     lines = [f"# hyporag fit: {', '.join(methods)} on {state.plan.dataset}", "",
-             f"Rule: {selection['rule']['text']}.", "",
+             f"Rule: {selection['rule']['text']}.", "", *race_lines(stages.get("race"), methods, stages), "",
              "| candidate | validation accuracy | log p(gold) | LM calls/q | verdict |", "|---|---:|---:|---:|---|"]
     for method in selection["ranking"]:
         s = selection["scores"][method]
@@ -112,9 +133,9 @@ def write_candidates_report(out: Path, state: FitState, methods: list[str]) -> d
     for method, cost in stages["candidates"]["cost"].items():
         lines += [f"| {method} | {name} | {c['seconds']:.0f} | {c['lm_calls']} |" for name, c in cost.items()]
     lines += [f"| (all) | {name} | {s['seconds']:.0f} | {s['lm_calls']} |" for name, s in stages.items()
-              if name in ("validate", "evaluate")]
+              if name in ("race", "validate", "evaluate")]
     write_text_atomic(out / "report.md", "\n".join(lines) + "\n")
-    links = [(f"{name} questions, side by side", f"{name}/report.html") for name in ("validation", "heldout")
+    links = [(f"{name} questions, side by side", f"{name}/report.html") for name in ("race", "validation", "heldout")
              if (out / name / "report.html").is_file()]
     write_text_atomic(out / "report.html", markdown_page("\n".join(lines), f"hyporag fit: {out.name}", links))
     write_json_atomic(out / "report.json", {"plan": state.data["plan"], "estimate": state.data.get("estimate"),

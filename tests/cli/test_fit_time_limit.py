@@ -49,11 +49,11 @@ def test_a_stop_inside_a_candidate_is_one_line_exit_7_and_the_same_command_resum
     out = tmp_path / "fit"
     clock_ticking(monkeypatch, 0.1)
     with fake_openai(["m"], reply={"answer": "A", **chr_replies()["[[ ## target_hypothesis ## ]]"]}) as server:
-        assert main(argv(server.base(), dataset, corpus, out, "--max-minutes", "0.25")) == 7
+        assert main(argv(server.base(), dataset, corpus, out, "--max-minutes", "0.45")) == 7
         err = capsys.readouterr().err
         assert "Traceback" not in err and not (out / "report.md").exists()
         last = err.strip().splitlines()[-1]
-        assert last.startswith("fit: stopped: --max-minutes 0.25 reached before candidate rag's ") and "resume" in last
+        assert last.startswith("fit: stopped: --max-minutes 0.45 reached before candidate rag's ") and "resume" in last
         assert "tune" in last or "split" in last  # a candidate's own stage, not only the gap between candidates
         assert json.loads((out / "fit.json").read_text())["stopped"] in last
         monkeypatch.undo()

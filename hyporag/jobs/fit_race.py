@@ -1,0 +1,88 @@
+"""The race before a several-candidate fit spends on tuning: every candidate's untuned program (its preset, what a
+study's trial 0 would run) answers the train and validation questions in the split's seeded order, every candidate
+each question, and after each question every pair of candidates still running is read as confidence sequences
+(hyporag.eval.comparisons: accuracy and clipped log p(gold)). A candidate whose sequence against another lies below
+0 is surely worse than it and stops there; the others go on, until one is left or the questions end. Only the
+survivors are tuned and compiled. The simplest candidate (the one a pick is measured against) is never dropped: the
+validation rule and the held-out comparison need it tuned like the others.
+
+The guarantee: alpha is split over every pair of the starting candidates and both measures (Bonferroni), so the
+chance that any candidate is dropped while it is in fact not worse than the one that dropped it is at most alpha.
+What a race of untuned programs cannot see: a candidate that tuning would have rescued (its numbers or prompts made
+it better than its preset) is dropped on its preset's showing. Held-out questions never enter the race.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from hyporag.eval.comparisons import ALPHA, compare_sequences
+from hyporag.eval.engine import record_run
+from hyporag.eval.paper_analyses import _by_method as by_method
+from hyporag.eval.row import ResultRow
+from hyporag.jobs.builders import build_program
+from hyporag.jobs.evaluate import run_record
+from hyporag.questions.records import question_fingerprint
+
+
+def pairs_of(methods: list[str]) -> list[tuple[str, str]]:
+    return list(combinations(methods, 2))
+
+
+def drops_in(rows: list[dict], methods: list[str], order: list[str], alpha: float,
+             keep: str | None = None) -> dict[str, dict]:
+    """Each candidate (but `keep`) that some other candidate is surely better than, on the rows so far: where (the
+    question in the race's order), by which measure, behind which candidate."""
+    grouped = by_method([r for r in rows if not r.get("error")])
+    family = pairs_of(methods)  # the whole starting field: the alpha split does not change as candidates drop
+    result = compare_sequences({f"{a}|{b}": (grouped.get(a, {}), grouped.get(b, {})) for a, b in family}, order,
+                               alpha)
+    dropped: dict[str, dict] = {}
+    for name, comparison in result["comparisons"].items():
+        a, b = name.split("|")
+        if comparison["outcome"] not in ("better", "worse"):
+            continue
+        loser, winner = (b, a) if comparison["outcome"] == "better" else (a, b)
+        if loser == keep:
+            continue
+        earlier = dropped.get(loser)
+        if earlier is None or comparison["decided_at"] < earlier["question"]:
+            dropped[loser] = {"question": comparison["decided_at"], "by": comparison["by"], "behind": winner,
+                              "alpha_each": result["alpha_each"]}
+    return dropped
+
+
+def race(methods: list[str], questions: list, out: Path, run, roles, retriever, alpha: float = ALPHA,
+         threads: int = 1, keep: str | None = None) -> dict[str, Any]:
+    """Race the candidates' untuned programs on `questions` into `out` (a results directory, resumable); the
+    record of who survived, who was dropped where and behind whom, and each candidate's questions and LM calls."""
+    programs = {m: build_program(m, run, retriever, roles) for m in methods}
+    order = [e.id for e in questions]
+    fingerprints = {e.id: question_fingerprint(e) for e in questions}
+    recorded = {"dataset": run.data.dataset, "n": len(questions), "seed": run.data.seed, "race": True,
+                **run_record(programs, roles, retriever, {m: run.config_for(m) for m in methods}),
+                "sequential": {"alpha": alpha, "race": True}}
+
+    def current(rows: list[dict]) -> list[dict]:
+        return [r for r in rows if r["method"] in programs
+                and r.get("question_fingerprint") == fingerprints.get(r["question_id"])]
+
+    def still_running(rows: list[dict]) -> bool | list[str]:
+        dropped = drops_in(current(rows), methods, order, alpha, keep)
+        left = [m for m in methods if m not in dropped]
+        return True if len(left) <= 1 else left
+
+    record = record_run(programs, questions, out, recorded, threads=threads, progress=True, until=still_running)
+    rows = current(record.rows)
+    dropped = drops_in(rows, methods, order, alpha, keep)
+    typed = [ResultRow.of(r) for r in rows]
+    answered = {m: sum(1 for r in typed if r.method == m) for m in methods}
+    calls = {m: sum(r.calls for r in typed if r.method == m) for m in methods}
+    survivors = [m for m in methods if m not in dropped]
+    return {"summary": f"{len(survivors)} of {len(methods)} go on ({', '.join(survivors)})"
+                       + "".join(f"; {m} dropped at question {d['question']} behind {d['behind']} ({d['by']})"
+                                 for m, d in dropped.items()),
+            "survivors": survivors, "dropped": dropped, "questions": answered, "calls": calls,
+            "alpha": alpha, "pairs": len(pairs_of(methods)), "race_questions": len(questions)}
