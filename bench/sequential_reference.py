@@ -1,5 +1,6 @@
 """The reference values tests/eval/fixtures/betting_cs_reference.json holds: confseq's own computation of the hedged
-capital confidence sequence (Waudby-Smith and Ramdas 2024) on three seeded streams, for hyporag's implementation
+capital confidence sequence (Waudby-Smith and Ramdas 2024) on three seeded streams, with replacement and (`wor-`)
+as the whole of a finite population read without replacement, for hyporag's implementation
 (hyporag.eval.sequential) to be checked against.
 
 confseq does not build on this machine (its C++ part needs CMake packages that are not here), so its pure-Python
@@ -58,12 +59,16 @@ def main(argv: list[str] | None = None) -> int:
 
     cases = {}
     for name, x in streams().items():
-        lower, upper = betting_cs(x, lambdas_fns_positive=[bets], lambdas_fns_negative=[bets], alpha=0.05,
-                                  breaks=1000, running_intersection=True, convex_comb=False, theta=0.5,
-                                  trunc_scale=0.5, m_trunc=True)
-        cases[name] = {"x": x.tolist(), "lower": [round(v, 6) for v in lower], "upper": [round(v, 6) for v in upper]}
+        for population in (None, len(x)):
+            lower, upper = betting_cs(x, lambdas_fns_positive=[bets], lambdas_fns_negative=[bets], alpha=0.05,
+                                      N=population, breaks=1000, running_intersection=True, convex_comb=False,
+                                      theta=0.5, trunc_scale=0.5, m_trunc=True)
+            cases[name if population is None else f"wor-{name}"] = {
+                "x": x.tolist(), "population": population, "lower": [round(v, 6) for v in lower],
+                "upper": [round(v, 6) for v in upper]}
     source = ("confseq betting.betting_cs, both bettors lambda_predmix_eb(x, alpha=0.05), theta 1/2, trunc_scale "
-              "1/2, m_trunc, 1000 breaks, running intersection (bench/sequential_reference.py)")
+              "1/2, m_trunc, 1000 breaks, running intersection; wor- cases with N = the stream's length "
+              "(bench/sequential_reference.py)")
     Path(args.out).write_text(json.dumps({"source": source, "alpha": 0.05, "cases": cases}, separators=(",", ":")))
     print(f"written: {args.out}")
     return 0

@@ -9,6 +9,11 @@ the wealth ever exceeds 1/alpha with probability at most alpha. The sequence at 
 not: valid at every n at once, so a run may stop the moment it excludes 0 (or fits inside +-delta). The grid,
 truncation (1/2), prior (mean 1/2, variance 1/4, one fake observation) and the running intersection follow the
 authors' own implementation (confseq's `hedged_cs`); tests check the bounds against values it computed.
+
+Sampling without replacement from a finite set of N questions (a study's validation questions in their seeded
+order, where the question is each trial's score on exactly those): the bettors wager against the mean of what is
+left, (N m - S_{t-1}) / (N - t + 1), a candidate mean that leaves the rest outside [0, 1] is impossible, and the
+known part bounds the total (the paper's section 6; confseq's `N=`).
 """
 
 from __future__ import annotations
@@ -29,9 +34,13 @@ class BettingCS:
     (O(grid) per update)."""
 
     def __init__(self, low: float, high: float, alpha: float = 0.05, grid: int = 1000, theta: float = 0.5,
-                 trunc: float = 0.5):
+                 trunc: float = 0.5, population: int | None = None):
         if not 0 < alpha < 1 or high <= low:
             raise ValueError(f"alpha in (0, 1) and low < high, got alpha={alpha}, [{low}, {high}]")
+        if population is not None and population < 1:
+            raise ValueError(f"population must be a positive count of observations, got {population}")
+        self.population = population
+        self.impossible: np.ndarray | None = None  # without replacement: means the observations so far rule out
         self.low, self.high, self.alpha, self.grid = float(low), float(high), float(alpha), int(grid)
         self.m = np.arange(0, grid + 1) / grid
         self.theta, self.trunc = theta, trunc
@@ -47,21 +56,37 @@ class BettingCS:
             raise ValueError(f"observation {value} is outside [{self.low}, {self.high}]")
         x = min(1.0, max(0.0, (value - self.low) / (self.high - self.low)))
         t = self.n + 1
+        if self.population is not None and t > self.population:
+            raise ValueError(f"observation {t} of a population of {self.population}: sampled without replacement, "
+                             "there are no more")
         bet = math.sqrt(2 * math.log(1 / self.alpha) / (t * math.log(1 + t) * self.sigma2))
-        with np.errstate(divide="ignore"):
-            plus = np.minimum(bet, self.trunc / self.m)
-            minus = np.minimum(bet, self.trunc / (1 - self.m))
-        self.log_plus += np.log1p(plus * (x - self.m))
-        self.log_minus += np.log1p(-minus * (x - self.m))
+        centre = self.m if self.population is None else (
+            (self.population * self.m - self.total) / (self.population - t + 1))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            plus = np.minimum(bet, self.trunc / centre)
+            minus = np.minimum(bet, self.trunc / (1 - centre))
+            self.log_plus += np.log1p(plus * (x - centre))
+            self.log_minus += np.log1p(-minus * (x - centre))
+        if self.population is not None:
+            outside = (centre < 0) | (centre > 1)
+            self.impossible = outside if self.impossible is None else self.impossible | outside
         self.n, self.total = t, self.total + x
         self.mu = min((0.5 + self.total) / (t + 1), 1.0)
         self.squares += (x - self.mu) ** 2
         self.sigma2 = (0.25 + self.squares) / (t + 1)
         wealth = np.maximum(math.log(self.theta) + self.log_plus, math.log(1 - self.theta) + self.log_minus)
-        inside = np.flatnonzero(wealth < math.log(1 / self.alpha))
+        inside_mask = wealth < math.log(1 / self.alpha)
+        if self.impossible is not None:
+            inside_mask &= ~self.impossible
+        inside = np.flatnonzero(inside_mask)
+        low, high = 0.0, 1.0
         if len(inside):
             low = max(0.0, self.m[inside[0]] - 1 / self.grid)
             high = min(1.0, self.m[inside[-1]] + 1 / self.grid)
+        if self.population is not None:  # the part seen bounds the whole: the rest lies in [0, 1]
+            low = max(low, self.total / self.population)
+            high = min(high, (self.total + self.population - t) / self.population)
+        if len(inside) or self.population is not None:
             width = self.high - self.low
             self.lower = max(self.lower, self.low + width * low)  # the running intersection: still valid
             self.upper = min(self.upper, self.low + width * high)

@@ -1,9 +1,9 @@
 """Numeric tuning with our own Optuna study: λ or its schedule, per-query k, merge policy, retriever mode.
 
 DSPy's BootstrapFewShotWithOptuna keeps an in-memory, unseeded study that cannot resume; this study is seeded
-(TPE), prunes hopeless trials from running accuracy, and lives in a journal file by default (any RDB URL for
-several machines). A trial left RUNNING by a killed worker on this host is marked failed and its parameters are
-queued again, so a re-run of the same command finishes the study.
+(TPE), stops a trial once it is surely worse than the best (optimizers.sequential_pruner), and lives in a journal
+file by default (any RDB URL for several machines). A trial left RUNNING by a killed worker on this host is marked
+failed and its parameters are queued again, so a re-run of the same command finishes the study.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from hyporag.eval.decision import LOG_P_FLOOR
 from hyporag.eval.engine import answer_all
 from hyporag.foundation.errors import HyporagError
+from hyporag.optimizers.sequential_pruner import VALUES_ATTR
 from hyporag.optimizers.study_storage import (
     claim,
     heartbeat,
@@ -70,12 +71,14 @@ class TrialFailed(Exception):
 def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1, report_every: int = 5,
                 progress: bool = False) -> float:
     """Mean metric over `valset`, run `report_every` questions at a time (in `threads`) so the pruner can stop a
-    hopeless trial between chunks; it sees the score without accuracy's tie-break, which is for choosing among
-    finished trials. Errors score 0 and are counted in the trial's `errors` attribute."""
+    hopeless trial between chunks; it reads each question's score without accuracy's tie-break (which is for
+    choosing among finished trials), in `valset`'s order. Errors score 0 and are counted in the trial's `errors`
+    attribute."""
     import optuna
     from tqdm import tqdm
 
     total, errors, done, correct, beliefs = 0.0, [], 0, 0, []
+    scored: dict[str, float] = {}  # question id -> its score without the tie-break
     tie_break = getattr(metric, "tie_break", lambda _: 0.0)
     primary = 0.0  # the score without accuracy's tie-break: what the pruner compares
     with tqdm(total=len(valset), desc=f"trial {trial.number}", unit="answer", leave=False,
@@ -85,6 +88,7 @@ def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1
                                 sink=lambda _: bar.update(1)):
                 total += row["score"]
                 primary += row["score"] - tie_break(row.get("log_p_gold"))
+                scored[row["question_id"]] = round(row["score"] - tie_break(row.get("log_p_gold")), 6)
                 done += 1
                 correct += bool(row.get("correct"))
                 if row.get("log_p_gold") is not None:
@@ -92,11 +96,15 @@ def score_trial(program: Callable, valset: list, metric, trial, threads: int = 1
                 if row["error"]:
                     errors.append(row["error"])
             trial.set_user_attr("errors", len(errors))
+            trial.set_user_attr(VALUES_ATTR, [scored[e.id] for e in valset[:done]])
             if errors and len(errors) == done:
                 trial.set_user_attr("error", errors[0])
             if done < len(valset):
                 trial.report(round(primary / done, 9), step=done)
                 if trial.should_prune():
+                    reason = getattr(trial.study.pruner, "reasons", {}).get(trial.number)
+                    if reason:
+                        trial.set_user_attr("pruned", reason)
                     raise optuna.TrialPruned()
     if errors and len(errors) == len(valset):
         raise TrialFailed(f"trial {trial.number}: all {len(valset)} questions errored; first: {errors[0]}")

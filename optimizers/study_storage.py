@@ -21,6 +21,7 @@ from pathlib import Path
 from hyporag.foundation.errors import ConfigError
 from hyporag.foundation.processes import pid_alive
 from hyporag.foundation.redact import redact_url
+from hyporag.optimizers.sequential_pruner import SequentialPruner
 
 HEARTBEAT_SECONDS = 10
 
@@ -35,7 +36,7 @@ def _journal(path: Path):
 
 def open_study(name: str, storage: str | None, seed: int, directory: Path, heartbeat: int = HEARTBEAT_SECONDS,
                create: bool = True):
-    """Create or load the study; the sampler is seeded, the pruner stops trials below the running median. With
+    """Create or load the study; the sampler is seeded, the pruner stops a trial surely worse than the best. With
     `create=False` (reading a study back) a study that does not exist is an error, not a new empty one."""
     import optuna
     from optuna.storages import RetryHeartbeatStaleTrialCallback
@@ -60,7 +61,7 @@ def open_study(name: str, storage: str | None, seed: int, directory: Path, heart
             raise ConfigError(f"no study named {name!r} in {where} (it holds: {', '.join(sorted(names)) or 'none'})")
     study = optuna.create_study(study_name=name, storage=backend, load_if_exists=True, direction="maximize",
                                 sampler=optuna.samplers.TPESampler(seed=seed),
-                                pruner=optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1))
+                                pruner=SequentialPruner())
     study.hyporag_journal = getattr(getattr(backend, "_backend", None), "_file_path", None)
     return study
 

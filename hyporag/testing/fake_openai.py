@@ -1,6 +1,7 @@
 """A small OpenAI-compatible server on 127.0.0.1 for unit tests and error paths: it reports the models it serves
-(`/v1/models`, llama.cpp's `/props`), answers every chat completion with one JSON reply, and records each request's
-path and Authorization header. Real-model tests use hyporag.testing.llama_server instead."""
+(`/v1/models`, llama.cpp's `/props`), answers every chat completion with one JSON reply (or, where the prompt holds
+one of `by_prompt`'s keys, that key's reply and letter logprobs), and records each request's path and Authorization
+header. Real-model tests use hyporag.testing.llama_server instead."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ class Served:
     model_path: str | None = None
     reply: dict = field(default_factory=lambda: {"answer": "A"})
     letter_logprobs: dict[str, float] | None = None  # alternatives at the answer letter's token, when asked for
+    # a prompt holding a key (first match in order) gets that key's (reply, letter logprobs) instead
+    by_prompt: dict[str, tuple[dict, dict[str, float] | None]] = field(default_factory=dict)
     refuse_logprobs: bool = False  # answer 400 to a request that asks for logprobs (some hosted models do)
     # faults by the 1-based number of a chat completion: its body cut in half (an HTTP 200 that is not a reply), or
     # an HTTP 500 (the server failed)
@@ -27,6 +30,11 @@ class Served:
     api_keys: list[str | None] = field(default_factory=list)  # each request's X-Api-Key header
     bodies: list[dict] = field(default_factory=list)  # each chat completion's request body
     port: int = 0
+
+    def answer_for(self, body: dict) -> tuple[dict, dict[str, float] | None]:
+        prompt = json.dumps(body.get("messages") or body.get("prompt") or "")
+        return next((answer for key, answer in self.by_prompt.items() if json.dumps(key)[1:-1] in prompt),
+                    (self.reply, self.letter_logprobs))
 
     @property
     def completions(self) -> int:
@@ -86,11 +94,11 @@ def _handler(served: Served):
                 self.end_headers()
                 self.wfile.write(data)
                 return
+            reply, letter_logprobs = served.answer_for(body)
             choice = {"index": 0, "finish_reason": "stop",
-                      "message": {"role": "assistant", "content": json.dumps(served.reply)}}
-            if body.get("logprobs") and served.letter_logprobs is not None:
-                choice["logprobs"] = {"content": _tokens(json.dumps(served.reply), served.reply.get("answer"),
-                                                         served.letter_logprobs)}
+                      "message": {"role": "assistant", "content": json.dumps(reply)}}
+            if body.get("logprobs") and letter_logprobs is not None:
+                choice["logprobs"] = {"content": _tokens(json.dumps(reply), reply.get("answer"), letter_logprobs)}
             if number in served.fail:
                 self._send({"error": {"message": "injected server error"}}, status=500)
                 return
@@ -103,9 +111,10 @@ def _handler(served: Served):
 
 @contextmanager
 def fake_openai(models: list[str], model_path: str | None = None, reply: dict | None = None,
-                letter_logprobs: dict[str, float] | None = None) -> Iterator[Served]:
+                letter_logprobs: dict[str, float] | None = None,
+                by_prompt: dict[str, tuple[dict, dict[str, float] | None]] | None = None) -> Iterator[Served]:
     """A served model for the `with` block: `served.base()` is its /v1 URL."""
-    served = Served(models, model_path, reply or {"answer": "A"}, letter_logprobs)
+    served = Served(models, model_path, reply or {"answer": "A"}, letter_logprobs, dict(by_prompt or {}))
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(served))
     served.port = server.server_port
     thread = threading.Thread(target=server.serve_forever, daemon=True)

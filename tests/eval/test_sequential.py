@@ -14,13 +14,19 @@ from hyporag.eval.sequential import BettingCS, combined, outcome_of, read_sequen
 REFERENCE = Path(__file__).parent / "fixtures" / "betting_cs_reference.json"
 
 
-@pytest.mark.parametrize("case", ["uniform", "accuracy", "skewed"])
+@pytest.mark.parametrize("case", ["uniform", "accuracy", "skewed", "wor-uniform", "wor-accuracy", "wor-skewed"])
 def test_the_bounds_are_confseqs_for_the_papers_sequence(case):
+    """With replacement and, `wor-`, the whole of a finite population read without replacement (at its last
+    observation the sequence is the population's mean itself)."""
     reference = json.loads(REFERENCE.read_text())["cases"][case]
-    sequence = BettingCS(0.0, 1.0, alpha=0.05)
+    sequence = BettingCS(0.0, 1.0, alpha=0.05, population=reference["population"])
     bounds = np.array([sequence.update(x) for x in reference["x"]])
     assert np.allclose(bounds[:, 0], reference["lower"], atol=1e-6)
     assert np.allclose(bounds[:, 1], reference["upper"], atol=1e-6)
+    if reference["population"]:
+        assert bounds[-1, 0] == pytest.approx(np.mean(reference["x"])) == bounds[-1, 1]
+        with pytest.raises(ValueError, match="no more"):
+            sequence.update(0.5)
 
 
 def test_a_sequence_in_other_units_is_the_same_sequence_rescaled():

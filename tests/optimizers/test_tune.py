@@ -156,14 +156,15 @@ def test_the_pruner_compares_accuracy_without_its_tie_break(monkeypatch, tiny_qu
     metric = objective_metric("accuracy", accuracy)
     finals, reports = [], []
     for belief in (-0.5, -2.0):
-        rows = [{"score": float(i % 2 == 0) + metric.tie_break(belief), "correct": i % 2 == 0, "log_p_gold": belief,
-                 "error": None} for i in range(len(tiny_questions))]
+        rows = [{"question_id": e.id, "score": float(i % 2 == 0) + metric.tie_break(belief), "correct": i % 2 == 0,
+                 "log_p_gold": belief, "error": None} for i, e in enumerate(tiny_questions)]
         monkeypatch.setattr(tune_module, "answer_all", lambda programs, chunk, threads, metric, sink, rows=rows:
                             [rows.pop(0) for _ in chunk])
         trial = RecordingTrial()
         finals.append(score_trial(None, tiny_questions, metric, trial, report_every=1))
         reports.append(trial.reported)
     assert reports[0] == reports[1] == [1.0, 0.5]
+    assert trial.attrs["per_question"] == [1.0, 0.0, 1.0]  # what the sequential pruner pairs: no tie-break either
     assert finals[0] > finals[1] and abs(finals[0] - finals[1]) < 1e-3
     # under log-p-gold the belief is the objective itself, so the pruner sees it
     assert objective_metric("log-p-gold", accuracy).tie_break(-0.5) == 0.0
