@@ -51,6 +51,16 @@ def paired_values(mine: dict[str, ResultRow], theirs: dict[str, ResultRow], orde
     return values, positions
 
 
+def paired_questions(mine: dict[str, ResultRow], theirs: dict[str, ResultRow]) -> list[dict[str, float | None]]:
+    """Each question both answered: its paired differences on the deciding measures (None where one side has no
+    option probabilities), for a planner to resample whole questions."""
+    out = []
+    for question in mine.keys() & theirs.keys():
+        values = {m: (_value(mine[question], m), _value(theirs[question], m)) for m in DECIDING}
+        out.append({m: None if a is None or b is None else a - b for m, (a, b) in values.items()})
+    return sorted(out, key=lambda q: tuple(-9 if v is None else v for v in q.values()))
+
+
 def compare_sequences(pairs: dict[str, tuple[dict[str, ResultRow], dict[str, ResultRow]]], order: Sequence[str],
                       alpha: float = ALPHA, deltas: dict[str, float] | None = None,
                       costs: dict[str, tuple[dict, dict]] | None = None) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from hyporag.jobs.builders import (
     select_examples,
 )
 from hyporag.jobs.compare import deltas_of, record_stop, stop_rule
+from hyporag.jobs.decision_plan import decision_plan
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import EvalSettings
 from hyporag.jobs.speed import record_run_speed
@@ -167,6 +168,11 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
                                    **({"against": str(settings.against)} if settings.against else {})}}
         until = stop_rule(settings, list(programs), run.control.baseline, [e.id for e in examples],
                           {e.id: question_fingerprint(e) for e in examples}) if settings.until_decided else None
+        plan = decision_plan(settings, list(programs), run.control.baseline, len(examples),
+                             sum(getattr(p, "estimated_calls", 1.0) for p in programs.values()), run.data.seed)
+        if plan:
+            print("\n".join(plan["lines"]), file=sys.stderr)
+            recorded["sequential"]["plan"] = {k: v for k, v in plan.items() if k != "lines"}
         if tracker:
             tracker.params(flat_params("", {k: recorded[k] for k in (
                 "dataset", "n", "seed", "methods", "lms", "adapters", "budget", "retriever", "dur",

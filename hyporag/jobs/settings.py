@@ -86,6 +86,13 @@ class EvalSettings(JobSettings):
                                        "within which two methods count as equivalent (default 0.1)")
     max_questions: int | None = setting(None, flag="--max-questions", rule=at_least(1), help="with --until-decided: "
                                         "stop after this many questions, decided or not")
+    assume_effect: float | None = setting(None, flag="--assume-effect", metavar="D", rule=lambda v: None if 0 < v <= 0.3
+                                          else "must be an accuracy difference in (0, 0.3]", help="before the "
+                                          "run, print how many questions and LM calls deciding an accuracy "
+                                          "difference of D is expected to take (--until-decided assumes 0.1)")
+    plan_from: str | None = setting(None, flag="--plan-from", metavar="RUN_DIR", help="before the run, print how "
+                                    "many questions and LM calls each comparison is expected to take, resampling "
+                                    "its paired questions in an earlier run")
     alpha: float = setting(0.05, flag="--alpha", rule=lambda v: None if 0 < v < 1 else "must be between 0 and 1",
                            help="the error budget every report's sequences share (default 0.05)")
     against: str | None = setting(None, flag="--against", metavar="RUN_DIR", help="compare each method with itself "
