@@ -109,8 +109,8 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     rule = SelectionRule(simplest=run.control.baseline, max_calls_per_question=settings.max_calls_per_question)
     blind = rule.undecidable(len(parts["val"]), len(methods))
     if blind:
-        _log(f"fit: warning: {blind}; the race still drops a candidate surely worse than another, but the pick on "
-             "validation cannot replace it. " + too_few_hint(rule, settings.splits, len(examples), len(methods)))
+        _log(f"fit: warning: {blind}; so only {rule.simplest} is tuned (no other candidate could be chosen). "
+             + too_few_hint(rule, settings.splits, len(examples), len(methods)))
     state.data["estimate"] = {k: v for k, v in estimate.items() if k != "text"}
     state.data.pop("stopped", None)
     retriever = build_retriever(run, any(method_entry(m).program.uses_retrieval for m in (*methods, rule.simplest)))
@@ -127,9 +127,13 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     racing = [m for m in methods if m not in capped] or [rule.simplest]
     simplest = rule.simplest if rule.simplest in racing else min(
         racing, key=lambda m: (method_entry(m).program.estimated_calls, racing.index(m)))
-    raced = run_stage(state, "race", lambda: {**race(racing, parts["train"] + parts["val"], out / "race", run, roles,
+    if blind:  # the pick cannot leave the simplest: tuning the others would buy nothing
+        racing = [simplest]
+    # validation first: its untuned answers are each study's trial 0, so a short race costs no extra call
+    raced = run_stage(state, "race", lambda: {**race(racing, parts["val"] + parts["train"], out / "race", run, roles,
                                                      retriever, rule.alpha, run.control.threads, simplest),
-                                              "capped": capped}, _log, STAGES, deadline)
+                                              "capped": capped, "not_tuned_too_few": blind is not None},
+                      _log, STAGES, deadline)
     survivors = raced["survivors"]
     for method in survivors:
         if state.done("candidates") is None:

@@ -1,9 +1,11 @@
 """The race before a several-candidate fit spends on tuning: every candidate's untuned program (its preset, what a
-study's trial 0 would run) answers the train and validation questions in the split's seeded order, every candidate
-each question, and after each question every pair of candidates still running is read as confidence sequences
+study's trial 0 would run) answers the validation questions, then the train questions, in the split's seeded order
+(validation first: those answers are each study's trial 0, so a short race costs nothing tuning would not), every
+candidate each question, and after each question every pair of candidates still running is read as confidence sequences
 (hyporag.eval.comparisons: accuracy and clipped log p(gold)). A candidate whose sequence against another lies below
 0 is surely worse than it and stops there; the others go on, until one is left or the questions end. Only the
-survivors are tuned and compiled. The simplest candidate (the one a pick is measured against) is never dropped: the
+survivors are tuned and compiled. When the validation split is too small for any candidate to replace the simplest,
+the fit races nothing and tunes the simplest alone. The simplest candidate (the one a pick is measured against) is never dropped: the
 validation rule and the held-out comparison need it tuned like the others.
 
 The guarantee: alpha is split over every pair of the starting candidates and both measures (Bonferroni), so the

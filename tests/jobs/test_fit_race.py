@@ -20,7 +20,7 @@ def test_a_candidate_wrong_on_every_question_is_dropped_early_and_the_others_go_
     dataset = write_jsonl(tmp_path / "dev.jsonl", [
         {"id": f"q{i}", "question": f"Which cells secrete hormone {i}?", "options": {"A": "Beta cells",
                                                                                      "B": "Alpha cells"},
-         "answer": gold(i)} for i in range(40)])
+         "answer": gold(i)} for i in range(60)])
     out = tmp_path / "fit"
     argv = ["fit", "--dataset", str(dataset), "--corpus", str(corpus), "--methods", "rag,oracle,misleader",
             "--trials", "1", "--skip-prompts", "--budget", "2", "--lm", "openai/m", "--api-base", "", "--api-key",
@@ -35,7 +35,7 @@ def test_a_candidate_wrong_on_every_question_is_dropped_early_and_the_others_go_
     at = dropped["misleader"]["question"]
     assert at <= 16 and raced["questions"]["misleader"] == at
     assert raced["survivors"] == ["rag", "oracle"]
-    assert raced["questions"]["rag"] == raced["questions"]["oracle"] == raced["race_questions"] == 30
+    assert raced["questions"]["rag"] == raced["questions"]["oracle"] == raced["race_questions"] == 45
     assert (out / "candidates" / "oracle" / "artifact").is_dir() and not (out / "candidates" / "misleader").exists()
     rows = [json.loads(line) for line in (out / "race" / "results.jsonl").read_text().splitlines()]
     order = run_order(json.loads((out / "race" / "run.json").read_text()), rows)

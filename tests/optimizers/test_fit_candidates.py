@@ -70,7 +70,7 @@ def replies() -> dict:
 
 
 def test_a_tie_keeps_the_simpler_program_and_the_artifact_says_why(tmp_path, capsys):
-    settings, run = project(tmp_path, 12, methods=("rag", "chr"))
+    settings, run = project(tmp_path, 48, methods=("rag", "chr"))
     result = fit(settings, run, LMRoles.from_lms(SharedDummyLM(replies())))
     assert result.state["stages"]["validate"]["chosen"] == "rag"  # chr answers as rag does: no reason to pay more
     manifest = json.loads((result.artifact / "manifest.json").read_text())
@@ -110,7 +110,7 @@ def test_a_candidate_that_wins_beyond_chance_replaces_rag(tmp_path, oracle):
 def test_a_fit_killed_between_candidates_resumes_where_it_stopped(tmp_path, monkeypatch):
     import hyporag.jobs.fit as fit_module
 
-    settings, run = project(tmp_path, 12, methods=("rag", "chr"))
+    settings, run = project(tmp_path, 48, methods=("rag", "chr"))
     real = fit_module.fit_one
 
     def killed_on_chr(one, *args, **kwargs):
@@ -176,7 +176,7 @@ def test_candidates_sharing_one_storage_each_get_their_own_study(tmp_path):
     import optuna
 
     shared = tmp_path / "shared.journal"
-    settings, run = project(tmp_path, 12, methods=("rag", "chr"), storage=str(shared))
+    settings, run = project(tmp_path, 48, methods=("rag", "chr"), storage=str(shared))
     fit(settings, run, LMRoles.from_lms(SharedDummyLM(replies())))
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(shared)))
     names = sorted(s.study_name for s in optuna.get_all_study_summaries(storage))
@@ -214,7 +214,8 @@ def test_a_validation_split_too_small_for_the_rule_is_said_in_the_plan(tmp_path,
     settings, run = project(tmp_path, 14, methods=("rag", "chr"))
     fit(settings, run, LMRoles.from_lms(SharedDummyLM(replies())))
     err = capsys.readouterr().err
-    assert "on 4 validation question(s) the rule can only keep rag" in err
+    assert "on 4 validation question(s) the rule can only keep rag" in err and "so only rag is tuned" in err
+    assert not (tmp_path / "fit" / "candidates" / "chr").exists()  # it could not have been chosen: not paid for
     assert "a dev set of at least 44 questions" in err and "--splits" not in err  # 11 of 14 is past a 60% share
     assert err.index("can only keep rag") < err.index("fit: candidate rag")  # said before anything is tuned
     from hyporag.jobs.fit_candidates import too_few_hint  # on 30 questions a larger validation share would do
