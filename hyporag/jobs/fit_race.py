@@ -5,8 +5,8 @@ candidate each question, and after each question every pair of candidates still 
 (hyporag.eval.comparisons: accuracy and clipped log p(gold)). A candidate whose sequence against another lies below
 0 is surely worse than it and stops there; the others go on, until one is left or the questions end. Only the
 survivors are tuned and compiled. When the validation split is too small for any candidate to replace the simplest,
-the fit races nothing and tunes the simplest alone. The simplest candidate (the one a pick is measured against) is never dropped: the
-validation rule and the held-out comparison need it tuned like the others.
+the fit races nothing and tunes the simplest alone. The simplest candidate (the one a pick is measured against) is
+never dropped: the validation rule and the held-out comparison need it tuned like the others.
 
 The guarantee: alpha is split over every pair of the starting candidates and both measures (Bonferroni), so the
 chance that any candidate is dropped while it is in fact not worse than the one that dropped it is at most alpha.
