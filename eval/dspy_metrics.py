@@ -13,11 +13,12 @@ import dspy
 
 from hyporag.eval.belief import decision_measures
 from hyporag.eval.decision import LOG_P_FLOOR  # the optimisers clip log p(gold) where the reports do
+from hyporag.eval.pulls import passage_pulls, pull_score
 from hyporag.foundation.errors import ConfigError
 from hyporag.foundation.judge_labels import DECISION_USEFUL
 
 METRICS = ("accuracy", "dur", "combined")
-OBJECTIVES = ("accuracy", "log-p-gold", "margin")
+OBJECTIVES = ("accuracy", "log-p-gold", "margin", "pull")
 TIE_BREAK = 1e-3  # accuracy's tie-break weight: the continuous part never outweighs one question right or wrong
 
 
@@ -70,11 +71,20 @@ def gepa_feedback(metric: Callable) -> Callable:
     return feedback_metric
 
 
+def refuse_unreadable_objective(objective: str, answer_mode: str | None) -> None:
+    """`pull` reads each passage's own reading: a joint answer has none, and would score every trial 0."""
+    if objective == "pull" and answer_mode != "per-passage":
+        raise ConfigError("--objective pull scores the passages read one at a time: give --answer per-passage "
+                          f"(this program answers {answer_mode or 'joint'})")
+
+
 def objective_metric(objective: str, metric: Callable) -> Callable:
     """What an Optuna study maximises: `accuracy` (the metric, with the reader's mean log p_gold, clipped at
     −5 and scaled to [0, 1], as a tie-break worth at most 0.001 a question), `log-p-gold` (that scaled log p_gold
-    alone) or `margin` (a logistic of log p_gold − the best other option's). A question without option
-    probabilities adds nothing continuous; so a backend without logprobs makes `accuracy` plain accuracy."""
+    alone), `margin` (a logistic of log p_gold − the best other option's) or `pull` (the share of the question's
+    passages that, read alone, pull the reader toward the gold option: eval.pulls; per-passage answers only). A
+    question without option probabilities adds nothing continuous; so a backend without logprobs makes `accuracy`
+    plain accuracy."""
     if objective not in OBJECTIVES:
         raise ConfigError(f"unknown objective {objective!r}: use one of {', '.join(OBJECTIVES)}")
 
@@ -89,6 +99,10 @@ def objective_metric(objective: str, metric: Callable) -> Callable:
         measures = belief(example, prediction)
         if objective == "log-p-gold":
             return scaled(measures["log_p_gold"])
+        if objective == "pull":
+            pulls = passage_pulls(getattr(prediction, "passage_readings", None) or [],
+                                  getattr(prediction, "closed_book", None), example.answer)
+            return pull_score(pulls) or 0.0
         if objective == "margin":
             return 0.0 if measures["margin"] is None else 1.0 / (1.0 + math.exp(-measures["margin"]))
         return metric(example, prediction) + TIE_BREAK * scaled(measures["log_p_gold"])

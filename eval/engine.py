@@ -25,6 +25,7 @@ from dspy.utils.exceptions import LMAuthError, LMError, LMTransportError
 from hyporag.eval.belief import decision_measures
 from hyporag.eval.evidence import option_evidence
 from hyporag.eval.parallel import run_parallel
+from hyporag.eval.pulls import passage_pulls
 from hyporag.eval.results_store import ResultsStore
 from hyporag.eval.row import ResultRow, processed_of
 from hyporag.eval.run_questions import write_questions
@@ -64,6 +65,12 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "passage_ids": [p["id"] for p in passages],
         "passage_scores": [round(float(p.get("score", 0.0)), 6) for p in passages],
         "passage_found_by": [list(p.get("found_by") or ()) for p in passages],  # which queries found each
+        "closed_book": getattr(prediction, "closed_book", None),
+        "passage_readings": list(getattr(prediction, "passage_readings", None) or []),
+        "mixture_weights": getattr(prediction, "mixture_weights", None),
+        "passage_pulls": passage_pulls(getattr(prediction, "passage_readings", None) or [],
+                                       getattr(prediction, "closed_book", None), example.answer),
+        "retrieved": getattr(prediction, "retrieved", None),
         "queries": getattr(prediction, "queries", None) or [],
         "hypothesis": getattr(prediction, "hypothesis", None),
         "hypothesis_option": getattr(prediction, "hypothesis_option", None),

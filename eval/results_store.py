@@ -7,6 +7,7 @@ intact row is kept, never recomputed, unless the question it answered has change
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -19,6 +20,7 @@ from typing import Any
 from hyporag.eval.row import rescored, row_problem
 from hyporag.foundation.atomic import raise_if_disk_full, write_json_atomic, write_text_atomic
 from hyporag.foundation.errors import HyporagError
+from hyporag.programs.registry import program_field
 
 ROWS = "results.jsonl"
 DROPPED = "results.jsonl.dropped"
@@ -109,14 +111,29 @@ def _unreported_pool(identity: dict | None) -> bool:
     return (identity or {}).get("kind") == "server-pool" and not (identity or {}).get("reported")
 
 
+def differing_settings(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """The program settings two records disagree on. A setting one record lacks (written before it existed) agrees
+    when the other holds its declared default: the older run ran with that behaviour."""
+    differing = []
+    for key in sorted(before.keys() | now.keys()):
+        if key in before and key in now:
+            if before[key] != now[key]:
+                differing.append(key)
+            continue
+        declared = program_field(key)
+        default = declared[1].default if declared else dataclasses.MISSING
+        if (now if key in now else before)[key] != default:
+            differing.append(key)
+    return differing
+
+
 def with_earlier_methods(path: Path, previous: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
     """A run may add methods to a results dir (its earlier methods' rows stay, and stay on record in run.json), but
     a method already there must run with the settings its rows were answered with, or the rows would mix."""
     before, now = previous.get("program") or {}, settings.get("program") or {}
     for method in before.keys() & now.keys():
-        if before[method] != now[method]:
-            fields = sorted(k for k in before[method].keys() | now[method].keys()
-                            if before[method].get(k) != now[method].get(k))
+        fields = differing_settings(before[method], now[method])
+        if fields:
             raise HyporagError(f"{path}: this results dir holds {method} rows answered with other settings "
                                f"({', '.join(fields)}); use another --out (rows from different settings must not mix)")
     earlier = [m for m in previous.get("methods") or [] if m not in (settings.get("methods") or [])]

@@ -46,6 +46,13 @@ class ResultRow:
     passage_ids: list[str] = field(default_factory=list)
     passage_scores: list[float] = field(default_factory=list)  # each passage's retrieval score, in context order
     passage_found_by: list[list[int]] = field(default_factory=list)  # positions in `queries` that found each
+    # per-passage answers (programs.per_passage): the closed-book reading (also the first answer of retrieval on
+    # demand), each passage read alone, the mixture's weights (the prior first), each passage's pull (eval.pulls)
+    closed_book: dict | None = None
+    passage_readings: list[dict] = field(default_factory=list)
+    mixture_weights: list[float] | None = None
+    passage_pulls: list[dict | None] = field(default_factory=list)
+    retrieved: bool | None = None  # retrieval on demand: whether this question retrieved (None: always retrieves)
     queries: list[str] = field(default_factory=list)
     hypothesis: dict | None = None
     hypothesis_option: str | None = None  # the option the hypothesis names (HCQR's letter; CHR's H+ by option text)

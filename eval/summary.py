@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from hyporag.eval.pulls import pull_shares
 from hyporag.eval.row import ResultRow
 
 
@@ -49,6 +50,12 @@ class MethodSummary:
     vs_rag_p_value: float | None = None
     gold_in_context: float | None = None
     distractor_in_context: float | None = None
+    read_alone: int = 0  # rows answered per passage (each passage read alone, then mixed)
+    pulled_passages: int = 0  # passages whose pull on the reader is known (eval.pulls)
+    pull_gold: float | None = None  # of those, the share pulling toward the gold option
+    pull_distractor: float | None = None  # ... toward another option
+    pull_gold_by_judge: dict | None = None  # where the DUR judge ran: its label -> the share pulling toward gold
+    retrieved_share: float | None = None  # retrieval on demand: the share of questions that retrieved
     sequence_outcome: str | None = None  # against the baseline, read as a confidence sequence (eval.comparisons)
     decided_at: int | None = None  # the question (in the run's order) at which it was decided
 
@@ -111,8 +118,26 @@ def summarize(rows: Iterable[dict]) -> list[MethodSummary]:
             seconds_per_q=sum(r.seconds for r in items) / n if n else 0.0,
             retrieves=any(r.retrieval_sees_options is not None for r in items),
             with_passages=sum(1 for r in items if r.passage_ids),
+            read_alone=sum(1 for r in items if r.passage_readings),
+            **_pulls(items),
+            retrieved_share=_share([r.retrieved for r in items if r.retrieved is not None]),
         ))
     return summary
+
+
+def _pulls(rows: list[ResultRow]) -> dict[str, Any]:
+    shares = pull_shares(r.passage_pulls for r in rows)
+    if shares is None:
+        return {}
+    by_label = {label: pull_shares(r.passage_pulls for r in rows if r.judge_label == label)
+                for label in sorted({r.judge_label for r in rows if r.judge_label})}
+    return {"pulled_passages": shares["passages"], "pull_gold": shares["gold"],
+            "pull_distractor": shares["distractor"],
+            "pull_gold_by_judge": {k: v["gold"] for k, v in by_label.items() if v} or None}
+
+
+def _share(flags: list[bool]) -> float | None:
+    return sum(flags) / len(flags) if flags else None
 
 
 def fallback_counts(rows: Iterable[ResultRow]) -> dict[str, int]:
@@ -140,7 +165,17 @@ def notes(summary: list[MethodSummary]) -> list[str]:
     if retried:
         out.append("Replies that arrived cut short (HTTP 200 without a reply) were asked again: "
                    + ", ".join(f"{s.method} {s.malformed_replies}" for s in retried) + ".")
-    empty = [s for s in summary if s.retrieves and s.n and not s.with_passages]
+    for s in summary:
+        if s.read_alone and s.pull_gold is not None:
+            judged = "; by the judge's label of the context, toward the correct option: " + ", ".join(
+                f"{label} {share:.0%}" for label, share in s.pull_gold_by_judge.items()) if s.pull_gold_by_judge else ""
+            out.append(f"{s.method}: {s.read_alone} of {s.n} questions read passage by passage; of {s.pulled_passages} "
+                       f"passages read alone, {s.pull_gold:.0%} pulled the reader toward the correct option and "
+                       f"{s.pull_distractor:.0%} toward another{judged}.")
+        if s.retrieved_share is not None:
+            out.append(f"{s.method}: answered closed-book first and retrieved on {s.retrieved_share:.0%} of "
+                       "questions (where the reader was unsure).")
+    empty = [s for s in summary if s.retrieves and s.n and not s.with_passages and s.retrieved_share != 0]
     if empty:
         out.append(f"{', '.join(s.method for s in empty)}: retrieved no passage for any question, so answered "
                    "closed-book; check the corpus and index the run used.")

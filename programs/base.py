@@ -19,6 +19,7 @@ from hyporag.lm.engine_rules import engine_rules
 from hyporag.programs.answer_step import AnswerStep, format_context
 from hyporag.programs.config import ProgramConfig
 from hyporag.programs.hypothesis import Hypothesis
+from hyporag.programs.per_passage import Reading, combine, read_closed_book, read_each
 from hyporag.programs.protocol import Protocol
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import format_options
@@ -39,6 +40,18 @@ class Trace:
         """Record a fallback: with a reason it is kept (the last one), without one it is counted. Every report counts
         rows with each kind, so a fallback never passes for the method working as designed."""
         self.fallbacks[kind] = why if why is not None else self.fallbacks.get(kind, 0) + 1
+
+
+def expected_calls(program: type[MCQProgram], config: ProgramConfig) -> float:
+    """LM calls a question costs under `config`: the method's own, plus, per passage, the closed-book reading and
+    one reading per passage in place of the joint answer; answering closed-book first adds that call (at most: a
+    question the reader is sure of skips the rest)."""
+    calls = program.estimated_calls
+    if program.uses_retrieval and config.answer_mode == "per-passage":
+        calls += config.budget
+    elif program.uses_retrieval and config.retrieve_below is not None:
+        calls += 1
+    return float(calls)
 
 
 class MCQProgram(dspy.Module):
@@ -64,6 +77,8 @@ class MCQProgram(dspy.Module):
             config = self.Config.from_dict({**config.to_dict(), **settings}, source=f"{type(self).__name__}(...)")
         if config.retrieval_sees_options is None:  # record the rule that actually runs
             config = config.replace(retrieval_sees_options=self.default_sees_options)
+        if not self.uses_retrieval and (config.answer_mode != "joint" or config.retrieve_below is not None):
+            config = config.replace(answer_mode="joint", retrieve_below=None)  # nothing to read apart: what runs
         if self.uses_retrieval and retriever is None:
             raise ConfigError(f"method {self.method!r} needs a retriever (build one with `hyporag index build`)")
         self.retriever = retriever
@@ -83,6 +98,10 @@ class MCQProgram(dspy.Module):
         own = type(self.config).protocol_rules.get(self.config.protocol)
         return {**self.protocol.record(), **(dataclasses.asdict(own) if own is not None else {}),
                 **engine_rules(self.protocol.name).record()}
+
+    @property
+    def calls_per_question(self) -> float:
+        return expected_calls(type(self), self.config)
 
     @property
     def budget(self) -> int:
@@ -139,17 +158,58 @@ class MCQProgram(dspy.Module):
     # -- the pipeline -------------------------------------------------------------------------------------------
     def forward(self, question: str, options: dict[str, str]) -> dspy.Prediction:
         meter, trace = CostMeter(), Trace()
+        closed_book = None
+        if self.uses_retrieval and self.config.retrieve_below is not None:  # closed-book first: retrieve if unsure
+            with meter.step("answer"), self.role("answer"):
+                closed_book = read_closed_book(self.answer, question, options)
+            top = closed_book.top_probability
+            if top is None:
+                trace.fell_back("on_demand", "no option probabilities to judge the closed-book answer by: retrieved")
+            elif top >= self.config.retrieve_below:
+                return self._prediction(self._as_result(closed_book), [], meter, trace, closed_book=closed_book,
+                                        retrieved=False)
         passages = self.retrieve(question, options, meter, trace)[: self.budget] if self.uses_retrieval else []
+        on_demand = True if self.config.retrieve_below is not None and self.uses_retrieval else None
+        if self.config.answer_mode == "per-passage" and passages:
+            with meter.step("answer"), self.role("answer"):
+                if closed_book is None:
+                    closed_book = read_closed_book(self.answer, question, options)
+                readings = read_each(self.answer, question, options, passages, self.context_preface(trace))
+            mixed = combine(closed_book, readings, list(options), self.config.prior_weight,
+                            self.config.mix_temperature, self.config.mix)
+            if mixed["voted"]:
+                trace.fell_back("vote")
+            result = {"answer": mixed["answer"], "parse_failure": mixed["answer"] is None, "reply": None,
+                      "reasoning": None, "option_logprobs": mixed["option_logprobs"],
+                      "option_logprob_status": mixed["status"]}
+            return self._prediction(result, passages, meter, trace, closed_book=closed_book, readings=readings,
+                                    weights=mixed["weights"], retrieved=on_demand)
         with meter.step("answer"), self.role("answer"):
-            result = self.answer(question=question, options=options,
-                                 context=format_context(passages, self.context_preface(trace)))
+            answered = self.answer(question=question, options=options,
+                                   context=format_context(passages, self.context_preface(trace)))
+        result = {k: getattr(answered, k, None) for k in ("answer", "parse_failure", "reply", "reasoning",
+                                                            "option_logprobs", "option_logprob_status")}
+        return self._prediction(result, passages, meter, trace, closed_book=closed_book, retrieved=on_demand)
+
+    @staticmethod
+    def _as_result(reading: Reading) -> dict:
+        return {"answer": reading.answer, "parse_failure": reading.parse_failure, "reply": None, "reasoning": None,
+                "option_logprobs": reading.option_logprobs, "option_logprob_status": reading.status}
+
+    def _prediction(self, result: dict, passages: list[Hit], meter: CostMeter, trace: Trace,
+                    closed_book: Reading | None = None, readings: list[Reading] | None = None,
+                    weights: list[float] | None = None, retrieved: bool | None = None) -> dspy.Prediction:
         return dspy.Prediction(
-            answer=result.answer,
-            parse_failure=result.parse_failure,
-            answer_reply=getattr(result, "reply", None),  # the answer field as the LM wrote it
-            answer_reasoning=getattr(result, "reasoning", None),
-            option_logprobs=getattr(result, "option_logprobs", None),  # the reader's belief over the options
-            option_logprob_status=getattr(result, "option_logprob_status", None),
+            answer=result["answer"],
+            parse_failure=bool(result["parse_failure"]),
+            answer_reply=result.get("reply"),  # the answer field as the LM wrote it
+            answer_reasoning=result.get("reasoning"),
+            option_logprobs=result.get("option_logprobs"),  # the reader's belief over the options
+            option_logprob_status=result.get("option_logprob_status"),
+            closed_book=closed_book.to_dict() if closed_book else None,  # the prior / the on-demand first answer
+            passage_readings=[r.to_dict() for r in readings or []],  # per-passage: each passage read alone
+            mixture_weights=weights,  # per-passage: the prior's weight, then each passage's
+            retrieved=retrieved,  # retrieval on demand: whether this question retrieved (None: not on demand)
             passages=[h.to_dict() for h in passages],
             queries=trace.queries,
             hypothesis=trace.hypothesis.to_dict() if trace.hypothesis else None,

@@ -12,11 +12,13 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from hyporag.foundation.errors import ConfigError
-from hyporag.foundation.settings import Settings, setting
+from hyporag.foundation.settings import Settings, above, between, setting
+from hyporag.programs.mixture import MIX_RULES
 from hyporag.programs.protocol import PROTOCOLS, Protocol, protocol_named
 from hyporag.retrieval.retriever import MODES
 
 PARSE_RULES = ("strict", "mirage")  # an unparseable answer: wrong, or MIRAGE's option A
+ANSWER_MODES = ("joint", "per-passage")  # one answer call with every passage, or one per passage mixed
 
 
 def flag(name: str, help: str, choices: tuple | None = None, default: Any = None, rule: Any = None,
@@ -56,6 +58,18 @@ class ProgramConfig(Settings):
                        "medical: the shipped benchmarks' wording)", default="medical")
     corpus_description: str | None = flag("--corpus-description", "what the retriever searches, as the query "
                                           "instructions say it (default: from --domain)")
+    answer_mode: str = flag("--answer", "joint = one answer call with every passage (default); per-passage = one "
+                            "call per passage and the closed-book answer, mixed into one distribution",
+                            choices=ANSWER_MODES, default="joint")
+    mix: str = flag("--mix", "per-passage: linear mixture of the readings (default) or loglinear (a product of "
+                    "experts); tuned", choices=MIX_RULES, default="linear")
+    mix_temperature: float = flag("--mix-temperature", "per-passage: temperature of the softmax over passage ranks "
+                                  "(large: every passage alike; default 1); tuned", default=1.0, rule=above(0))
+    prior_weight: float = flag("--prior-weight", "per-passage: the closed-book answer's weight in the mixture "
+                               "(default 0.2); tuned", default=0.2, rule=between(0, 1))
+    retrieve_below: float | None = flag("--retrieve-below", "answer closed-book first and retrieve only when the "
+                                        "reader's top option probability is below P (needs option probabilities); "
+                                        "tuned when given", rule=between(0, 1))
 
     @classmethod
     def owner(cls) -> str:
@@ -98,10 +112,23 @@ class ProgramConfig(Settings):
 
     # -- Optuna -------------------------------------------------------------------------------------------------
     def suggest(self, trial, modes: list[str]) -> ProgramConfig:
-        """This config with the trial's choices: the retriever mode here; methods add their own knobs."""
-        return self.replace(mode=trial.suggest_categorical("mode", modes))
+        """This config with the trial's choices: the retriever mode, and the mixture's numbers when the answer is
+        per passage, and the retrieval threshold when it answers closed-book first; methods add their own knobs."""
+        config = self.replace(mode=trial.suggest_categorical("mode", modes))
+        if self.answer_mode == "per-passage":
+            config = config.replace(mix=trial.suggest_categorical("mix", list(MIX_RULES)),
+                                    mix_temperature=trial.suggest_float("mix_temperature", 0.25, 8.0, log=True),
+                                    prior_weight=trial.suggest_float("prior_weight", 0.0, 0.8))
+        if self.retrieve_below is not None:
+            config = config.replace(retrieve_below=trial.suggest_float("retrieve_below", 0.3, 0.99))
+        return config
 
     def trial_params(self, default_mode: str, modes: list[str]) -> dict[str, Any]:
         """This config as Optuna parameters (trial 0 measures the untuned program)."""
         mode = self.mode or default_mode
-        return {"mode": mode if mode in modes else modes[0]}
+        params: dict[str, Any] = {"mode": mode if mode in modes else modes[0]}
+        if self.answer_mode == "per-passage":
+            params |= {"mix": self.mix, "mix_temperature": self.mix_temperature, "prior_weight": self.prior_weight}
+        if self.retrieve_below is not None:
+            params["retrieve_below"] = self.retrieve_below
+        return params

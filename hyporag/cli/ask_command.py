@@ -74,7 +74,7 @@ def run(args: argparse.Namespace, config: RunConfig) -> int:
     started = time.perf_counter()
     if sys.stderr.isatty():  # a person waiting at a terminal: say what is happening (CPU models take minutes)
         print(f"asking {program.method} with {roles.answer.spec} (a CPU model takes seconds to minutes a call; "
-              f"{program.estimated_calls:g} calls expected)...", file=sys.stderr, flush=True)
+              f"{program.calls_per_question:g} calls expected)...", file=sys.stderr, flush=True)
     prediction = program(question=args.question, options=options)
     seconds = time.perf_counter() - started
     # passages and LM text are untrusted: nothing they hold may reach the terminal as a control sequence

@@ -169,7 +169,7 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
         until = stop_rule(settings, list(programs), run.control.baseline, [e.id for e in examples],
                           {e.id: question_fingerprint(e) for e in examples}) if settings.until_decided else None
         plan = decision_plan(settings, list(programs), run.control.baseline, len(examples),
-                             sum(getattr(p, "estimated_calls", 1.0) for p in programs.values()), run.data.seed)
+                             sum(getattr(p, "calls_per_question", 1.0) for p in programs.values()), run.data.seed)
         if plan:
             print("\n".join(plan["lines"]), file=sys.stderr)
             recorded["sequential"]["plan"] = {k: v for k, v in plan.items() if k != "lines"}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hyporag.eval.dspy_metrics import objective_metric
+from hyporag.eval.dspy_metrics import objective_metric, refuse_unreadable_objective
 from hyporag.eval.run_report import summaries
 from hyporag.foundation.atomic import write_json_atomic
 from hyporag.foundation.errors import HyporagError
@@ -117,6 +117,7 @@ def fit_one(settings: FitSettings, run: RunConfig, roles, through: str = "report
     untuned = (load_artifact(run.control.program, retriever, roles) if run.control.program
                else build_program(method, run, retriever, roles))
     untuned_config = run.config_for(method)  # a --program's frozen config, once artifact_config applied it
+    refuse_unreadable_objective(settings.objective, untuned.config.answer_mode)
     # the check eval and ask run: a question whose answer prompt cannot fit is refused (or skipped) before any LM
     # call here too, or the frozen program would be refused question by question afterwards
     baseline = run.control.baseline

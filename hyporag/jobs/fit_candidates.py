@@ -31,6 +31,7 @@ from hyporag.jobs.speed import record_run_speed, seconds_per_call
 from hyporag.optimizers.artifact import frozen_config, load_artifact, read_artifact_manifest, save_artifact
 from hyporag.optimizers.selection import SelectionRule, select
 from hyporag.optimizers.splits import questions_fingerprint, refuse_test_split, three_way_split
+from hyporag.programs.base import expected_calls
 from hyporag.programs.registry import method_entry
 
 DEFAULT_CANDIDATES = ("rag", "hcqr", "chr", "option-contrast")
@@ -43,17 +44,19 @@ def _log(message: str) -> None:
 
 
 def cost_estimate(methods: list[str], sizes: dict[str, int], settings: FitSettings,
-                  speed: tuple[float, int] | None, budget: int | None = None) -> dict:
-    """LM calls the whole job will make (each method's declared calls per question × questions × passes), and
-    the time at this machine's measured seconds per call for the model, when one was measured before."""
+                  speed: tuple[float, int] | None, budget: int | None = None,
+                  per_question: dict[str, float] | None = None) -> dict:
+    """LM calls the whole job will make (each method's calls per question under its config, else its declared
+    count, × questions × passes), and the time at this machine's measured seconds per call for the model, when one
+    was measured before."""
+    per_question = {m: (per_question or {}).get(m, method_entry(m).program.estimated_calls) for m in methods}
     calls: dict[str, dict[str, float]] = {}
     for method in methods:  # at most: the race may stop a candidate early, and spare its tuning
-        per_question = method_entry(method).program.estimated_calls
-        calls[method] = {"race": (sizes["train"] + sizes["val"]) * per_question,
-                         "tune": settings.trials * sizes["val"] * per_question,
-                         "compile": 0.0 if settings.optimizer is None else sizes["train"] * per_question,
-                         "validate": sizes["val"] * per_question}
-    most = max(method_entry(m).program.estimated_calls for m in methods)
+        each = per_question[method]
+        calls[method] = {"race": (sizes["train"] + sizes["val"]) * each, "tune": settings.trials * sizes["val"] * each,
+                         "compile": 0.0 if settings.optimizer is None else sizes["train"] * each,
+                         "validate": sizes["val"] * each}
+    most = max(per_question.values())
     shared = {"validate cot": float(sizes["val"]), "held-out (chosen, rag, cot, runner-up)": sizes["heldout"] * (
         2 + 2 * most)}
     total = sum(sum(c.values()) for c in calls.values()) + sum(shared.values())
@@ -103,8 +106,9 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     state = FitState(out, plan)
     parts = three_way_split(examples, settings.splits, run.data.seed)
     budget = run.config_for(methods[0]).budget
+    per_question = {m: expected_calls(method_entry(m).program, run.config_for(m)) for m in methods}
     estimate = cost_estimate(methods, {k: len(v) for k, v in parts.items()}, settings,
-                             seconds_per_call(roles, budget), budget)
+                             seconds_per_call(roles, budget), budget, per_question)
     _log(estimate["text"])
     rule = SelectionRule(simplest=run.control.baseline, max_calls_per_question=settings.max_calls_per_question)
     blind = rule.undecidable(len(parts["val"]), len(methods))
@@ -123,10 +127,10 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
              "held-out, freeze and report again")
         state.forget(("race", "candidates", "validate", "evaluate", "freeze", "report"))
     capped = [m for m in methods if m != rule.simplest and rule.max_calls_per_question is not None
-              and method_entry(m).program.estimated_calls > rule.max_calls_per_question]  # never shippable: not raced
+              and per_question[m] > rule.max_calls_per_question]  # never shippable: not raced
     racing = [m for m in methods if m not in capped] or [rule.simplest]
     simplest = rule.simplest if rule.simplest in racing else min(
-        racing, key=lambda m: (method_entry(m).program.estimated_calls, racing.index(m)))
+        racing, key=lambda m: (per_question[m], racing.index(m)))
     if blind:  # the pick cannot leave the simplest: tuning the others would buy nothing
         racing = [simplest]
     # validation first: its untuned answers are each study's trial 0, so a short race costs no extra call
@@ -161,7 +165,7 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
         programs[REFERENCE] = build_program(REFERENCE, run, None, roles)
         chosen = select([r for r in evaluated(programs, val, out / "validation") if r["method"] in survivors],
                         survivors, rule, run.data.seed,
-                        {m: method_entry(m).program.estimated_calls for m in survivors}, [e.id for e in val])
+                        {m: per_question[m] for m in survivors}, [e.id for e in val])
         chosen["verdicts"].update(dict.fromkeys(raced.get("capped") or [], "over the LM-call cap"))
         return {"summary": f"chosen {chosen['chosen']} (runner-up {chosen['runner_up']}) on {len(val)} validation "
                            "questions", **chosen}

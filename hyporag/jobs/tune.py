@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hyporag.eval.dspy_metrics import objective_metric
+from hyporag.eval.dspy_metrics import objective_metric, refuse_unreadable_objective
 from hyporag.jobs.builders import artifact_config
 from hyporag.jobs.evaluate import as_roles
 from hyporag.jobs.optimizing import base_program, make_metric_for, optimizer_splits, tune_modes
@@ -67,6 +67,7 @@ def _tune(settings: TuneSettings, run: RunConfig, roles, program, examples) -> T
     _, val, split = optimizer_splits(settings, run, examples)
     metric = objective_metric(settings.objective, make_metric_for(settings.metric, roles))
     probe = base_program(settings.method, run, roles, program)
+    refuse_unreadable_objective(settings.objective, probe.config.answer_mode)
     modes = tune_modes(probe, settings.modes)
     check_study_identity(study, study_identity(probe.method, settings.objective, settings.metric, val,
                                                probe.config.to_dict(), modes, roles.specs()),
