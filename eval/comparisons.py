@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from hyporag.eval.decision import LEAD, MEASURES, questions_for_power, questions_for_power_mcnemar
-from hyporag.eval.paper_analyses import _by_method as by_method
+from hyporag.eval.paper_analyses import by_method
 from hyporag.eval.row import ResultRow
 from hyporag.eval.sequential import DELTAS, combined, read_sequence
 

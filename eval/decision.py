@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
-from hyporag.eval.paper_analyses import _by_method as by_method
+from hyporag.eval.paper_analyses import by_method
 from hyporag.eval.row import ResultRow
 
 LOG_P_FLOOR = -5.0  # log p_gold clipped here: a confidently wrong 1.5B gives -10 to -30, a heavy tail that costs power

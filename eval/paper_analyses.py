@@ -12,7 +12,7 @@ from hyporag.eval.row import ResultRow, processed_of
 from hyporag.foundation.judge_labels import LABELS
 
 
-def _by_method(rows: list[dict]) -> dict[str, dict[str, ResultRow]]:
+def by_method(rows: list[dict]) -> dict[str, dict[str, ResultRow]]:
     grouped: dict[str, dict[str, ResultRow]] = defaultdict(dict)
     for row in map(ResultRow.of, rows):
         grouped[row.method][row.question_id] = row
@@ -23,7 +23,7 @@ def paired_against(rows: list[dict], baseline: str = "rag",
                    outcome: Callable[[ResultRow], bool | None] = lambda r: bool(r.correct)) -> dict[str, dict]:
     """Each method against `baseline` on the same questions: by default accuracy; `outcome` may judge something
     else (a decision-useful context), returning None for a question that has no such judgment."""
-    grouped = _by_method(rows)
+    grouped = by_method(rows)
     if baseline not in grouped:
         return {}
 
@@ -42,7 +42,7 @@ def decision_useful(row: ResultRow) -> bool | None:
 def dur(rows: list[dict]) -> dict[str, dict]:
     """Per method: label counts over judged questions and DUR = (Entailed + Useful) / judged."""
     out = {}
-    for method, qs in _by_method(rows).items():
+    for method, qs in by_method(rows).items():
         labels = [r.judge_label for r in qs.values() if r.judge_label]
         if not labels:
             continue
@@ -54,7 +54,7 @@ def dur(rows: list[dict]) -> dict[str, dict]:
 
 def utility_conditioned_accuracy(rows: list[dict], reference: str = "cot") -> dict[str, dict]:
     """Accuracy within each judge label, and its difference from `reference` (no retrieval) on the same questions."""
-    grouped = _by_method(rows)
+    grouped = by_method(rows)
     ref = grouped.get(reference, {})
     out: dict[str, dict] = {}
     for method, qs in grouped.items():
@@ -77,7 +77,7 @@ def disagreement_overlap(rows: list[dict], top: int = 5) -> list[dict]:
     """Mean Jaccard overlap of two methods' top-`top` passage ids where exactly one of them is right, and the share
     of those questions where the two lists share no passage. `a_right_*` / `b_right_*` keep the questions where that
     method is right and the other wrong: the CHR paper's redirection-vs-reranking figure (CHR right, HyDE wrong)."""
-    grouped = _by_method(rows)
+    grouped = by_method(rows)
     retrieving = [m for m, qs in grouped.items() if any(r.passage_ids for r in qs.values())]
     out = []
     for a, b in combinations(retrieving, 2):
@@ -109,7 +109,7 @@ def _share_disjoint(overlaps: list[float]) -> float | None:
 
 def evidence_rates(rows: list[dict]) -> dict[str, dict]:
     out = {}
-    for method, qs in _by_method(rows).items():
+    for method, qs in by_method(rows).items():
         with_context = [r for r in qs.values() if r.passage_ids]
         if with_context:
             out[method] = {
@@ -128,7 +128,7 @@ def cost_by_role(rows: list[dict]) -> dict[str, dict[str, dict]]:
 
     Averages are over all of the method's questions, so the roles of one method add up to its per-question cost."""
     out: dict[str, dict[str, dict]] = {}
-    for method, qs in _by_method(rows).items():
+    for method, qs in by_method(rows).items():
         totals: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(COST_FIELDS, 0.0))
         processed: dict[str, float | None] = defaultdict(float)  # None once any call did not report its cache
         for r in qs.values():
@@ -152,7 +152,7 @@ def mechanism(rows: list[dict]) -> dict[str, dict]:
     rows name a hypothesis option: how often it is the gold option, how often the answer follows it, and, when it
     is wrong, how often the answer is the gold option instead."""
     out = {}
-    for method, qs in _by_method(rows).items():
+    for method, qs in by_method(rows).items():
         named = [r for r in qs.values() if r.hypothesis_option and not r.error]
         if not named:
             continue

@@ -7,7 +7,6 @@ intact row is kept, never recomputed, unless the question it answered has change
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -20,7 +19,7 @@ from typing import Any
 from hyporag.eval.row import rescored, row_problem
 from hyporag.foundation.atomic import raise_if_disk_full, write_json_atomic, write_text_atomic
 from hyporag.foundation.errors import HyporagError
-from hyporag.programs.registry import program_field
+from hyporag.foundation.settings import declared_default
 
 ROWS = "results.jsonl"
 DROPPED = "results.jsonl.dropped"
@@ -120,9 +119,7 @@ def differing_settings(before: dict[str, Any], now: dict[str, Any]) -> list[str]
             if before[key] != now[key]:
                 differing.append(key)
             continue
-        declared = program_field(key)
-        default = declared[1].default if declared else dataclasses.MISSING
-        if (now if key in now else before)[key] != default:
+        if (now if key in now else before)[key] != declared_default(key):
             differing.append(key)
     return differing
 

@@ -41,6 +41,19 @@ def setting(default: Any = MISSING, *, flag: str | None = None, help: str | None
     return field(default=default, metadata=metadata)
 
 
+def declared_default(name: str) -> Any:
+    """The default of a setting named `name` in any Settings class loaded now (dataclasses.MISSING: none declares
+    one): what a run recorded before the setting existed ran with."""
+    stack = list(Settings.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        for spec in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
+            if spec.name == name and spec.default is not dataclasses.MISSING:
+                return spec.default
+    return dataclasses.MISSING
+
+
 def at_least(low: float) -> Rule:
     return lambda v: None if v is None or v >= low else f"must be {low:g} or more, got {v!r}"
 

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 
 from hyporag.eval.comparisons import compare_sequences
 from hyporag.eval.decision import LEAD, method_means, paired_measures
-from hyporag.eval.paper_analyses import _by_method as by_method
+from hyporag.eval.paper_analyses import by_method
 from hyporag.eval.row import ResultRow
 from hyporag.eval.sequential import read_sequence
 

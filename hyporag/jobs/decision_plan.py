@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hyporag.eval.comparisons import DECIDING, paired_questions
-from hyporag.eval.paper_analyses import _by_method as by_method
+from hyporag.eval.paper_analyses import by_method
 from hyporag.eval.planning import (
     ASSUMED_DISCORDANCE,
     DecisionPlan,

@@ -45,6 +45,7 @@ from hyporag.jobs.user_program import UserProgram, runs_as_is
 from hyporag.lm.client import LMRoles
 from hyporag.programs.config import ProgramConfig
 from hyporag.programs.judge import ContextJudge
+from hyporag.programs.per_passage import cost_note
 from hyporag.programs.registry import method_entry
 from hyporag.questions.datasets import load_benchmark
 from hyporag.questions.records import examples_from_python, question_fingerprint
@@ -168,6 +169,8 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
                                    **({"against": str(settings.against)} if settings.against else {})}}
         until = stop_rule(settings, list(programs), run.control.baseline, [e.id for e in examples],
                           {e.id: question_fingerprint(e) for e in examples}) if settings.until_decided else None
+        for line in filter(None, (cost_note(m, p) for m, p in programs.items())):
+            print(line, file=sys.stderr)
         plan = decision_plan(settings, list(programs), run.control.baseline, len(examples),
                              sum(getattr(p, "calls_per_question", 1.0) for p in programs.values()), run.data.seed)
         if plan:

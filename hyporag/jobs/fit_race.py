@@ -22,7 +22,7 @@ from typing import Any
 
 from hyporag.eval.comparisons import ALPHA, compare_sequences
 from hyporag.eval.engine import record_run
-from hyporag.eval.paper_analyses import _by_method as by_method
+from hyporag.eval.paper_analyses import by_method
 from hyporag.eval.row import ResultRow
 from hyporag.jobs.builders import build_program
 from hyporag.jobs.evaluate import run_record

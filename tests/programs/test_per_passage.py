@@ -37,12 +37,13 @@ def evaluate(tmp_path, corpus, server, out: str, **program) -> list[ResultRow]:
     return [ResultRow.of(json.loads(line)) for line in (tmp_path / out / "results.jsonl").read_text().splitlines()]
 
 
-def test_each_passage_is_read_alone_mixed_and_its_pull_kept(tiny_corpus_dir, tmp_path):
+def test_each_passage_is_read_alone_mixed_and_its_pull_kept(tiny_corpus_dir, tmp_path, capsys):
     with fake_openai(["m"], letter_logprobs=ELSE, by_prompt=SAYS) as server:
         (row,) = evaluate(tmp_path, tiny_corpus_dir, server, "pp", answer_mode="per-passage", prior_weight=0.2,
                           mix_temperature=1.0)
         bodies = list(server.bodies)
     assert row.calls == 4 and len(row.passage_readings) == 3 and row.closed_book["answer"] == "A"
+    assert "rag: per passage, 4 LM calls a question (the closed-book answer and 3 readings" in capsys.readouterr().err
     readings = [r["option_logprobs"] for r in row.passage_readings]
     expected, weights = mix(row.closed_book["option_logprobs"], readings, list("ABCD"), 0.2, 1.0, "linear")
     assert row.option_logprobs == expected and row.mixture_weights == weights and weights[0] == 0.2
