@@ -162,3 +162,23 @@ def test_a_run_recorded_before_the_settings_existed_resumes_under_their_defaults
     assert differing_settings(older, {**older, "answer_mode": "joint", "prior_weight": 0.2}) == []
     assert differing_settings(older, {**older, "answer_mode": "per-passage"}) == ["answer_mode"]
     assert differing_settings({**older, "budget": 5}, older) == ["budget"]
+
+
+def test_without_option_probabilities_the_readings_vote_and_on_demand_always_retrieves(tiny_corpus_dir, tmp_path):
+    """A backend with no logprobs (DummyLM here): per passage, the letters vote (a `vote` fallback, no
+    probabilities); closed-book first cannot tell sure from unsure, so it retrieves (an `on_demand` fallback)."""
+    from hyporag.jobs.builders import build_retriever
+    from hyporag.programs import make_program
+    from tests.conftest import dummy_roles
+
+    retriever = build_retriever(RunConfig(corpus=str(tiny_corpus_dir)), True)
+    voting = make_program("rag", retriever=retriever, roles=dummy_roles([{"answer": "B"}] * 4), budget=3,
+                          answer_mode="per-passage")
+    result = voting(question=QUESTIONS[0]["question"], options=QUESTIONS[0]["options"])
+    assert result.answer == "B" and result.option_logprobs is None and result.fallbacks == {"vote": 1}
+    unsure = make_program("rag", retriever=retriever, roles=dummy_roles([{"answer": "A"}] * 2), budget=2,
+                          retrieve_below=0.5)
+    result = unsure(question=QUESTIONS[0]["question"], options=QUESTIONS[0]["options"])
+    assert result.retrieved is True and len(result.passages) == 2 and "on_demand" in result.fallbacks
+    with pytest.raises(Exception, match="must be between 0 and 1"):
+        make_program("rag", retriever=retriever, roles=dummy_roles([]), prior_weight=1.5)
