@@ -151,6 +151,8 @@ def test_the_page_shows_each_passages_pull(tiny_corpus_dir, tmp_path):
         assert f"this passage moved the reader toward B by +{row.passage_pulls[0]['by']:.2f}" in by_passage["p1"]
         assert "toward C by +" in by_passage["p6"] and "; B -" in by_passage["p6"]  # the gold option's own shift
         assert column.find_elements(By.CSS_SELECTOR, ".pull.toward-gold") and "closed-book answer A" in column.text
+        browser.get((tmp_path / "pp" / "report.html").as_uri() + "#r=0")
+        assert "0.33 / 0.67" in browser.find_element(By.ID, "summary").text  # pulls toward gold / toward another
     finally:
         browser.quit()
 

@@ -1,0 +1,139 @@
+"""docs/results/per-passage.md's tables from recorded runs (no LM calls): each method answering jointly against the
+same method answering per passage (and rag answering on demand), on the same questions, paired; each against cot
+(context lift); the lift on the questions whose joint context holds only a distractor's text; cost per question;
+the passages' pulls.
+
+    .venv/bin/python bench/per_passage_table.py --set mmlu-med=runs/margin-mmlu-b4,runs/pp-mmlu-b4,runs/od-mmlu-b4 \
+        --set medqa-dev=runs/margin-medqa-b4,runs/pp-medqa-b4,runs/od-medqa-b4 --out runs/per-passage-tables.md
+
+Each --set names the joint run, the per-passage run and the on-demand run of one question set. Only questions every
+compared row answered are used.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from hyporag.eval import ResultRow, cell, context_lift, current_rows, paired_measures, summarize
+
+METHODS = ("rag", "hcqr", "chr")
+
+
+def labelled(run: Path, suffix: str) -> list[dict]:
+    """A run's rows, each method renamed `method suffix` (cot keeps its name: the same closed-book reader)."""
+    _, rows, _, _ = current_rows(run)
+    return [{**r, "method": r["method"] if r["method"] == "cot" or not suffix else f"{r['method']} {suffix}"}
+            for r in rows if not r.get("error")]
+
+
+def on_common_questions(rows: list[dict], names: list[str]) -> list[dict]:
+    done: dict[str, set[str]] = {}
+    for row in rows:
+        done.setdefault(row["question_id"], set()).add(row["method"])
+    keep = {q for q, got in done.items() if got >= set(names)}
+    return [r for r in rows if r["question_id"] in keep and r["method"] in names]
+
+
+def pair_line(name: str, entry: dict) -> str:
+    acc, lead, margin = entry["accuracy"], entry["log_p_gold_clipped"], entry["margin"]
+
+    def interval(s: dict) -> str:
+        return "–" if s["mean"] is None else f"{s['mean']:+.3f} ({s['ci95_low']:+.3f} to {s['ci95_high']:+.3f})"
+
+    return (f"| {name} | {acc['n']} | {cell(acc['mean'], '{:+.3f}')} | {cell(acc['mcnemar_p'])} | {interval(lead)} | "
+            f"{cell(lead['wilcoxon_p'])} | {interval(margin)} | {cell(margin['wilcoxon_p'])} |")
+
+
+def lift_of(rows: list[dict], seed: int) -> dict[str, dict]:
+    """Per program: log p(gold) (clipped) − cot's on the same question, mean with a paired bootstrap 95% interval
+    and the Wilcoxon p (paired_measures against cot), and the share of questions it raised (context_lift)."""
+    paired, shares = paired_measures(rows, "cot", seed), context_lift(rows, "cot")
+    return {m: {**entry["log_p_gold_clipped"], "positive": (shares.get(m) or {}).get("positive")}
+            for m, entry in paired.items()}
+
+
+def lift_cell(entry: dict | None) -> str:
+    if not entry or entry.get("mean") is None:
+        return "–"
+    return f"{entry['mean']:+.3f} ({entry['ci95_low']:+.3f} to {entry['ci95_high']:+.3f})"
+
+
+def lift_line(name: str, lift: dict) -> str:
+    entry = lift.get(name)
+    if not entry or entry.get("mean") is None:
+        return f"| {name} | – | – | – | – |"
+    return (f"| {name} | {entry['n']} | {lift_cell(entry)} | {cell(entry['wilcoxon_p'])} | "
+            f"{cell(entry['positive'], '{:.2f}')} |")
+
+
+def set_tables(label: str, joint: Path, per_passage: Path, on_demand: Path | None, seed: int) -> list[str]:
+    rows = labelled(joint, "") + labelled(per_passage, "per-passage") + (
+        [r for r in labelled(on_demand, "on-demand") if r["method"] != "cot"] if on_demand else [])
+    names = ["cot", *[m for m in METHODS], *[f"{m} per-passage" for m in METHODS],
+             *(["rag on-demand"] if on_demand else [])]
+    present = {r["method"] for r in rows}
+    names = [n for n in names if n in present]
+    rows = on_common_questions(rows, names)
+    n = len({r["question_id"] for r in rows})
+    lines = [f"### {label}: {n} questions every row below answered", "",
+             "| program | accuracy | log p(gold) (clipped) | calls/q | prompt tokens processed/q | s/q | "
+             "pulls → gold / other | retrieved |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in summarize(rows):
+        mine = [ResultRow.of(r) for r in rows if r["method"] == s.method]
+        lead = [max(r.log_p_gold, -5.0) for r in mine if r.log_p_gold is not None]
+        pulls = "–" if s.pull_gold is None else f"{s.pull_gold:.2f} / {s.pull_distractor:.2f} ({s.pulled_passages})"
+        lines.append(f"| {s.method} | {s.accuracy:.3f} | {cell(float(np.mean(lead)) if lead else None)} | "
+                     f"{s.calls_per_q:.2f} | {cell(s.processed_tokens_per_q, '{:.0f}')} | {s.seconds_per_q:.1f} | "
+                     f"{pulls} | {cell(s.retrieved_share, '{:.2f}')} |")
+    lines += ["", "Per passage (and on demand) against the same method's joint answer, paired (difference − joint): "
+              "accuracy with McNemar's exact p; log p(gold) clipped at −5 and margin with a paired bootstrap 95% "
+              "interval and the Wilcoxon p.", "",
+              "| program | n | Δ accuracy | McNemar p | Δ log p(gold) (95% CI) | Wilcoxon p | Δ margin (95% CI) | "
+              "Wilcoxon p |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for method in METHODS:
+        for variant in (f"{method} per-passage", f"{method} on-demand"):
+            if variant in names and method in names:
+                pair = paired_measures([r for r in rows if r["method"] in (method, variant)], method, seed)
+                lines.append(pair_line(variant, pair[variant]))
+    lift = lift_of(rows, seed)
+    lines += ["", "Against cot (no retrieval): context lift, log p(gold) with the program's passages − without, per "
+              "question, mean with a paired bootstrap 95% interval, the Wilcoxon p and the share of questions lifted.",
+              "", "| program | n | lift over cot (95% CI) | Wilcoxon p | share > 0 |", "|---|---:|---:|---:|---:|"]
+    lines += [lift_line(name, lift) for name in names if name != "cot"]
+    lines += ["", "Where the joint context holds only a distractor's text (the method's own joint passages name a "
+              "wrong option's text and not the gold option's): the lift over cot of the joint answer and of the "
+              "per-passage answer, on the same questions.", "",
+              "| method | questions | joint lift (95% CI) | per-passage lift (95% CI) |", "|---|---:|---:|---:|"]
+    for method in METHODS:
+        variant = f"{method} per-passage"
+        if method not in names or variant not in names:
+            continue
+        only = {r["question_id"] for r in rows if r["method"] == method and r.get("distractor_in_context")
+                and not r.get("gold_in_context")}
+        subset = [r for r in rows if r["question_id"] in only and r["method"] in ("cot", method, variant)]
+        lifted = lift_of(subset, seed) if len(only) > 1 else {}
+        lines.append(f"| {method} | {len(only)} | {lift_cell(lifted.get(method))} | {lift_cell(lifted.get(variant))} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", action="append", required=True, metavar="LABEL=JOINT,PER_PASSAGE[,ON_DEMAND]")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    lines: list[str] = []
+    for item in args.set:
+        label, dirs = item.split("=", 1)
+        parts = [Path(d) for d in dirs.split(",")]
+        lines += [*set_tables(label, parts[0], parts[1], parts[2] if len(parts) > 2 else None, args.seed), ""]
+    Path(args.out).write_text("\n".join(lines))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
