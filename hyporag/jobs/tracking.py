@@ -61,14 +61,16 @@ def flat_params(prefix: str, value: Any, out: dict[str, str] | None = None) -> d
 
 
 def report_metrics(report: dict, prefix: str = "") -> dict[str, float]:
-    """Per-method accuracy with its interval, DUR, the decision margin (log p_gold, p_gold, margin, lift over cot)
-    and cost per question, as `rag.accuracy`, `rag.ci95_low`, `chr.lift_over_cot`, ..."""
+    """Per-method accuracy with its interval, DUR, the decision margin (log p_gold, p_gold, margin, lift over cot),
+    passage pulls, the on-demand retrieval share, where a comparison was decided, and cost per question, as
+    `rag.accuracy`, `rag.ci95_low`, `chr.lift_over_cot`, ..."""
     metrics: dict[str, float] = {}
     for s in report.get("methods", []):
         for key in ("accuracy", "ci95_low", "ci95_high", "dur", "parse_failures", "errors", "calls_per_q",
                     "input_tokens_per_q", "output_tokens_per_q", "seconds_per_q", "gold_in_context",
                     "distractor_in_context", "vs_rag_difference", "vs_rag_p_value", "log_p_gold", "p_gold",
-                    "margin", "vs_rag_lead_difference", "vs_rag_lead_p_value", "lift_over_cot", "lift_positive"):
+                    "margin", "vs_rag_lead_difference", "vs_rag_lead_p_value", "lift_over_cot", "lift_positive",
+                    "pull_gold", "pull_distractor", "retrieved_share", "decided_at"):
             if isinstance(s.get(key), int | float):
                 metrics[metric_name(f"{prefix}{s['method']}.{key}")] = float(s[key])
     return metrics
