@@ -5,12 +5,12 @@ real spread of values), in 1,000 seeded orders; how often a test read after ever
 the fixed-n test (exact McNemar for accuracy, paired t for log p(gold)) read after each question from the 10th,
 the same test read once at the end, the confidence sequence of one measure at alpha, and the reports' rule (two
 measures, alpha split).
-(b) Real effects: a comparison's paired questions resampled with replacement to streams of up to --max-n; the
+(b) Real effects: a comparison's paired questions (as observed, or re-centred on a planted mean: the observed spread
+around an effect of a chosen size) resampled with replacement to streams of up to --max-n; the
 questions the sequence needed to decide (mean, median, the 80th percentile: the sequential n at 80% power) against
 the fixed-n test's n at 80% power (normal approximation, checked by resampling at that n).
 
-    .venv/bin/python bench/sequential_simulations.py --run mmlu=runs/margin-mmlu-b4 --run medqa=runs/margin-medqa-b4 \
-        --out runs/sequential-sims.json
+    .venv/bin/python bench/sequential_simulations.py --run mmlu=runs/margin-mmlu-b4 --out runs/sequential-sims.json
 """
 
 from __future__ import annotations
@@ -40,8 +40,13 @@ from hyporag.eval import (  # noqa: E402
 )
 
 ALPHA = 0.05
-REAL = (("mmlu", "cot", "log_p_gold_clipped"), ("mmlu", "cot", "accuracy"), ("medqa", "hcqr", "margin"),
-        ("medqa", "hcqr", "log_p_gold_clipped"), ("medqa", "cot", "log_p_gold_clipped"))
+# (run, method, measure, planted mean): None resamples the observed differences as they are; a number re-centres
+# them on it first (the real spread of a comparison, an effect of a chosen size), for a continuous measure only
+REAL = (("mmlu", "cot", "log_p_gold_clipped", None), ("mmlu", "cot", "accuracy", None),
+        ("mmlu", "hcqr", "log_p_gold_clipped", None), ("mmlu", "hcqr", "log_p_gold_clipped", 0.1),
+        ("mmlu", "hcqr", "log_p_gold_clipped", 0.2), ("mmlu", "hcqr", "log_p_gold_clipped", 0.3),
+        ("mmlu", "hcqr", "margin", 0.2), ("medqa", "hcqr", "margin", None),
+        ("medqa", "hcqr", "log_p_gold_clipped", None), ("medqa", "cot", "log_p_gold_clipped", None))
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
@@ -135,11 +140,13 @@ def fixed_power(values: np.ndarray, measure: str, n: int, sims: int, rng: np.ran
 
 def real_effects(pairs: dict, resamples: int, max_n: int, seed: int) -> list[dict]:
     table = []
-    for run, method, measure in REAL:
+    for run, method, measure, planted in REAL:
         if (run, method) not in pairs:
             print(f"skipped: no {method} rows in the {run} run", flush=True)
             continue
         values = pairs[(run, method)][measure]
+        if planted is not None:
+            values = values - values.mean() + planted
         rng = np.random.default_rng(seed)
         points = []
         for _ in range(resamples):
@@ -149,7 +156,7 @@ def real_effects(pairs: dict, resamples: int, max_n: int, seed: int) -> list[dic
         n80 = decided[math.ceil(0.8 * resamples) - 1] if len(decided) >= math.ceil(0.8 * resamples) else None
         fixed = fixed_n(values, measure)
         power_at_fixed = fixed_power(values, measure, fixed, 300, rng) if fixed and fixed <= 5000 else None
-        row = {"run": run, "method": method, "measure": measure, "observed_n": len(values),
+        row = {"run": run, "method": method, "measure": measure, "planted_mean": planted, "observed_n": len(values),
                "observed_mean": round(float(np.mean(values)), 4), "max_n": max_n, "resamples": resamples,
                "power_within_max_n": len(decided) / resamples, "mean_questions": round(float(counted.mean()), 1),
                "median_questions": float(np.median(counted)), "sequential_n80": n80, "fixed_n80": fixed,

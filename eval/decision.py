@@ -98,6 +98,17 @@ def questions_for_power_mcnemar(a_only: int, b_only: int, n: int) -> int | None:
                      / delta ** 2)
 
 
+MIN_CLUSTERS = 10  # fewer groups than this and resampling whole groups is degenerate (two groups: ~three values)
+
+
+def grouping_of(groups: list[str] | None) -> str | None:
+    """How an interval treats the questions' groups: resampled whole ("clustered", from MIN_CLUSTERS groups: the groups
+    are a sample of many), resampled within each group ("stratified", 2 to MIN_CLUSTERS - 1: the few datasets are
+    fixed, not drawn, and a bootstrap over two clusters can only ever return about three means), or not at all."""
+    count = len(set(groups)) if groups is not None else 0
+    return "clustered" if count >= MIN_CLUSTERS else "stratified" if count > 1 else None
+
+
 def cluster_interval(d: np.ndarray, groups: list[str], seed: int, resamples: int = 2000) -> tuple[float, float]:
     """A 95% percentile interval of the mean from resampling whole groups (questions of one dataset move together),
     as clustered standard errors do (Miller 2024, "Adding Error Bars to Evals"; inspect_ai's stderr(cluster=))."""
@@ -109,14 +120,29 @@ def cluster_interval(d: np.ndarray, groups: list[str], seed: int, resamples: int
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
+def stratified_interval(d: np.ndarray, groups: list[str], seed: int, resamples: int = 2000) -> tuple[float, float]:
+    """A 95% percentile interval of the mean from resampling questions within each group, every group keeping its
+    size: the mix of datasets is held as it was drawn, the questions inside each are the sample."""
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(groups)
+    totals = np.zeros(resamples)
+    for name in sorted(set(groups)):
+        values = d[labels == name]
+        totals += values[rng.integers(0, len(values), size=(resamples, len(values)))].sum(axis=1)
+    means = totals / len(d)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
 def paired_continuous(differences: list[float], seed: int = 0, groups: list[str] | None = None) -> dict:
-    """Mean of paired differences with a seeded bootstrap 95% interval (clustered by `groups` when the questions
-    come from two or more), a Wilcoxon signed-rank p and the questions 80% power would need."""
+    """Mean of paired differences with a seeded bootstrap 95% interval (clustered or stratified by `groups` when the
+    questions come from two or more: grouping_of), a Wilcoxon signed-rank p and the questions 80% power would
+    need."""
     d = np.asarray(differences, dtype=float)
     if len(d) == 0:
         return {"n": 0, "mean": None, "ci95_low": None, "ci95_high": None, "wilcoxon_p": None, "n_for_power": None}
-    if groups is not None and len(set(groups)) > 1 and np.ptp(d) > 0:
-        low, high = cluster_interval(d, groups, seed)
+    grouping = grouping_of(groups)
+    if grouping and np.ptp(d) > 0:
+        low, high = (cluster_interval if grouping == "clustered" else stratified_interval)(d, groups, seed)
     elif len(d) > 1 and np.ptp(d) > 0:
         interval = stats.bootstrap((d,), np.mean, n_resamples=2000, method="percentile",
                                    rng=np.random.default_rng(seed)).confidence_interval
@@ -125,8 +151,7 @@ def paired_continuous(differences: list[float], seed: int = 0, groups: list[str]
         low = high = float(d.mean())
     p = float(stats.wilcoxon(d).pvalue) if np.any(d) and len(d) > 1 else 1.0
     return {"n": int(len(d)), "mean": float(d.mean()), "ci95_low": low, "ci95_high": high, "wilcoxon_p": p,
-            "n_for_power": questions_for_power(d),
-            "clustered": bool(groups is not None and len(set(groups)) > 1)}
+            "n_for_power": questions_for_power(d), "grouping": grouping}
 
 
 def holm(p_values: dict[str, float | None]) -> dict[str, float | None]:
@@ -143,8 +168,9 @@ def holm(p_values: dict[str, float | None]) -> dict[str, float | None]:
 def paired_measures(rows: list[dict], baseline: str = "rag", seed: int = 0,
                     groups: dict[str, str] | None = None) -> dict[str, dict]:
     """Each method against `baseline` on the questions both answered with complete distributions: every measure's
-    paired statistics (a − baseline; for brier and gold_rank lower is better; intervals clustered by the questions'
-    `groups`), accuracy's power beside them, and the fixed-n p-values Holm-adjusted across the methods."""
+    paired statistics (a − baseline; for brier and gold_rank lower is better; intervals clustered or stratified by
+    the questions' `groups`: grouping_of), accuracy's power beside them, and the fixed-n p-values Holm-adjusted
+    across the methods."""
     grouped = _by_method(rows)
     if baseline not in grouped:
         return {}

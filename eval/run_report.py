@@ -22,7 +22,7 @@ from hyporag.foundation.errors import HyporagError
 def build_report(rows: list[dict], settings: dict, method_order: list[str], groups: dict[str, str] | None = None
                  ) -> dict:
     """Every table of a run, from its rows and settings alone; `groups` (question -> its dataset or `group`)
-    clusters the intervals."""
+    groups the intervals (decision.grouping_of: clustered from ten groups, stratified below)."""
     order = {m: i for i, m in enumerate(method_order)}
     summary = sorted(summarize(rows), key=lambda s: order.get(s.method, 99))
     durs = analysis.dur(rows)
@@ -67,8 +67,19 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str], grou
         "decision": {"lead": decision.LEAD, "log_p_floor": decision.LOG_P_FLOOR, "means": means,
                      "paired_vs_rag": margins, "lift_over_cot": lift},
         "sequential": sequences,
-        "clustered_by": sorted(set(groups.values())) if groups and len(set(groups.values())) > 1 else None,
+        "grouped_by": sorted(set(groups.values())) if groups and len(set(groups.values())) > 1 else None,
+        "grouping": decision.grouping_of(list(groups.values()) if groups else None),
     }
+
+
+POWER_SHOWN_UP_TO = 100_000  # beyond this a count only says "no study of this kind would see it"
+
+
+def power_cell(questions: int | None) -> str:
+    """The questions 80% power would need: a count up to POWER_SHOWN_UP_TO, beyond it just that (a mean difference
+    near 0 makes the formula's count astronomically large and falsely precise)."""
+    return f"> {POWER_SHOWN_UP_TO:,}" if questions is not None and questions > POWER_SHOWN_UP_TO else cell(
+        questions, "{:d}")
 
 
 def cell(value: float | None, pattern: str = "{:.3f}") -> str:
@@ -143,7 +154,8 @@ def decision_lines(report: dict) -> list[str]:
         return ["", "Option probabilities: none in this run (the backend returned no logprobs, or rows predate "
                 "them); margin and lift are shown as –."]
     paired = info.get("paired_vs_rag") or {}
-    clustered = ", clustered by dataset" if report.get("clustered_by") else ""
+    grouping = report.get("grouping") or ("clustered" if report.get("clustered_by") else None)  # older runs: clustered
+    clustered = f", {grouping} by dataset" if grouping else ""
     lines = ["", f"| method | rows with probabilities | log p_gold (clipped at {info.get('log_p_floor')}) | p_gold | "
              f"margin | Δ log p_gold vs {report.get('baseline', 'rag')} (95% CI{clustered}) | "
              "Wilcoxon p (Holm) | McNemar p (Holm) | questions for 80% power: log p_gold / accuracy | lift over cot | "
@@ -157,8 +169,8 @@ def decision_lines(report: dict) -> list[str]:
                      f"{cell(s.p_gold)} | {cell(s.margin)} | {interval} | "
                      f"{cell(lead.get('wilcoxon_p'))} ({cell(lead.get('wilcoxon_p_holm'))}) | "
                      f"{cell(acc.get('mcnemar_p'))} ({cell(acc.get('mcnemar_p_holm'))}) | "
-                     f"{cell(lead.get('n_for_power'), '{:d}')} / "
-                     f"{cell(acc.get('n_for_power'), '{:d}')} | {cell(s.lift_over_cot, '{:+.3f}')} | "
+                     f"{power_cell(lead.get('n_for_power'))} / "
+                     f"{power_cell(acc.get('n_for_power'))} | {cell(s.lift_over_cot, '{:+.3f}')} | "
                      f"{cell(s.lift_positive, '{:.2f}')} |")
     damaged = [s for s in summary if s.damaged_distributions]
     if damaged:

@@ -4,7 +4,10 @@ exactly the requests hyporag sends, with each server's prompt cache passing thro
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from hyporag.lm.local_stream import assembled
 
 
 class RecordingServer:
@@ -13,9 +16,22 @@ class RecordingServer:
     def __init__(self, server):
         self.server, self.calls = server, []
 
-    def handle_chat_completions(self, body: dict) -> dict:
-        result = self.server.handle_chat_completions(body)
-        self.calls.append((copy.deepcopy(body), reply_text(result)))
+    def handle_chat_completions(self, body: dict, callback: Callable[[dict], bool] | None = None) -> Any:
+        """The plain call, or the streamed one the engine makes (chunks to `callback`); either is recorded as the
+        plain request with its whole reply, which is what a replay sends."""
+        plain = {k: v for k, v in copy.deepcopy(body).items() if k not in ("stream", "stream_options")}
+        if callback is None:
+            result = self.server.handle_chat_completions(body)
+            self.calls.append((plain, reply_text(result)))
+            return result
+        chunks: list[dict] = []
+
+        def keep(chunk: dict) -> bool:
+            chunks.append(chunk)
+            return callback(chunk)
+
+        result = self.server.handle_chat_completions(body, keep)
+        self.calls.append((plain, reply_text(assembled(chunks))))
         return result
 
 

@@ -16,7 +16,7 @@ def questions(prefix: str, n: int, gold: str) -> list[dict]:
              "options": {"A": "Pancreas", "B": "Kidney", "C": "Liver"}, "answer": gold} for i in range(n)]
 
 
-def test_the_report_holds_sequences_holm_and_clustered_intervals(tiny_corpus_dir, tmp_path):
+def test_the_report_holds_sequences_holm_and_grouped_intervals(tiny_corpus_dir, tmp_path):
     first = write_jsonl(tmp_path / "first.jsonl", questions("f", 12, "A"))
     second = write_jsonl(tmp_path / "second.jsonl", questions("s", 12, "B"))
     with fake_openai(["m"], letter_logprobs={"A": -0.2, "B": -1.9, "C": -3.0}) as server:
@@ -32,11 +32,12 @@ def test_the_report_holds_sequences_holm_and_clustered_intervals(tiny_corpus_dir
     # the fake reader answers A whatever it reads: every method agrees on every question, so each comparison ends
     # equivalent (0 difference throughout), decided where the sequence first fits inside +-delta
     assert cot["measures"]["accuracy"]["final_mean"] == 0.0
-    assert summary["clustered_by"] == sorted([str(first), str(second)])
+    assert summary["grouped_by"] == sorted([str(first), str(second)]) and summary["grouping"] == "stratified"
     lead = summary["decision"]["paired_vs_rag"]["chr"]["log_p_gold_clipped"]
-    assert lead["clustered"] is True and "mcnemar_p_holm" in summary["decision"]["paired_vs_rag"]["chr"]["accuracy"]
+    assert lead["grouping"] == "stratified"
+    assert "mcnemar_p_holm" in summary["decision"]["paired_vs_rag"]["chr"]["accuracy"]
     text = markdown(summary)
-    assert "Anytime-valid comparison with rag" in text and "clustered by dataset" in text and "(Holm)" in text
+    assert "Anytime-valid comparison with rag" in text and "stratified by dataset" in text and "(Holm)" in text
     assert report.summary("chr").sequence_outcome == sequences["comparisons"]["chr"]["outcome"]
 
 
