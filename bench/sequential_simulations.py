@@ -47,6 +47,8 @@ REAL = (("mmlu", "cot", "log_p_gold_clipped", None), ("mmlu", "cot", "accuracy",
         ("mmlu", "hcqr", "log_p_gold_clipped", 0.2), ("mmlu", "hcqr", "log_p_gold_clipped", 0.3),
         ("mmlu", "hcqr", "margin", 0.2), ("medqa", "hcqr", "margin", None),
         ("medqa", "hcqr", "log_p_gold_clipped", None), ("medqa", "cot", "log_p_gold_clipped", None))
+# what the range costs: the planted 0.2 of log p(gold) again, its differences clipped to [-c, c] and bet on as such
+NARROWED = (("mmlu", "hcqr", "log_p_gold_clipped", 0.2, 2.0), ("mmlu", "hcqr", "log_p_gold_clipped", 0.2, 1.0))
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
@@ -54,9 +56,9 @@ def wilson(k: int, n: int) -> tuple[float, float]:
     return round(low, 4), round(high, 4)
 
 
-def first_exclusion(values: np.ndarray, measure: str, alpha: float) -> int | None:
-    """The question at which the sequence first excludes 0 (None: never)."""
-    c = RANGES[measure]
+def first_exclusion(values: np.ndarray, measure: str, alpha: float, c: float | None = None) -> int | None:
+    """The question at which the sequence first excludes 0 (None: never); `c` narrows the range it bets on."""
+    c = c or RANGES[measure]
     sequence = BettingCS(-c, c, alpha)
     for t, value in enumerate(values, start=1):
         lower, upper = sequence.update(min(c, max(-c, float(value))))
@@ -140,23 +142,26 @@ def fixed_power(values: np.ndarray, measure: str, n: int, sims: int, rng: np.ran
 
 def real_effects(pairs: dict, resamples: int, max_n: int, seed: int) -> list[dict]:
     table = []
-    for run, method, measure, planted in REAL:
+    for run, method, measure, planted, c in [(*entry, None) for entry in REAL] + list(NARROWED):
         if (run, method) not in pairs:
             print(f"skipped: no {method} rows in the {run} run", flush=True)
             continue
         values = pairs[(run, method)][measure]
         if planted is not None:
             values = values - values.mean() + planted
+        if c is not None:
+            values = np.clip(values, -c, c)
         rng = np.random.default_rng(seed)
         points = []
         for _ in range(resamples):
-            points.append(first_exclusion(values[rng.integers(0, len(values), size=max_n)], measure, ALPHA))
+            points.append(first_exclusion(values[rng.integers(0, len(values), size=max_n)], measure, ALPHA, c))
         decided = sorted(p for p in points if p is not None)
         counted = np.array([max_n if p is None else p for p in points], dtype=float)
         n80 = decided[math.ceil(0.8 * resamples) - 1] if len(decided) >= math.ceil(0.8 * resamples) else None
         fixed = fixed_n(values, measure)
         power_at_fixed = fixed_power(values, measure, fixed, 300, rng) if fixed and fixed <= 5000 else None
-        row = {"run": run, "method": method, "measure": measure, "planted_mean": planted, "observed_n": len(values),
+        row = {"run": run, "method": method, "measure": measure, "planted_mean": planted, "range": c or RANGES[measure],
+               "observed_n": len(values),
                "observed_mean": round(float(np.mean(values)), 4), "max_n": max_n, "resamples": resamples,
                "power_within_max_n": len(decided) / resamples, "mean_questions": round(float(counted.mean()), 1),
                "median_questions": float(np.median(counted)), "sequential_n80": n80, "fixed_n80": fixed,
