@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from hyporag.eval import ResultRow, cell, context_lift, current_rows, paired_measures, summarize
+from hyporag.eval.pulls import PULL_FLOOR
 
 METHODS = ("rag", "hcqr", "chr")
 
@@ -116,6 +117,29 @@ def set_tables(label: str, joint: Path, per_passage: Path, on_demand: Path | Non
         subset = [r for r in rows if r["question_id"] in only and r["method"] in ("cot", method, variant)]
         lifted = lift_of(subset, seed) if len(only) > 1 else {}
         lines.append(f"| {method} | {len(only)} | {lift_cell(lifted.get(method))} | {lift_cell(lifted.get(variant))} |")
+    return lines + gold_shift_lines(rows)
+
+
+def gold_shift_lines(rows: list[dict]) -> list[str]:
+    """Each passage read alone against the closed-book answer, by what it did to the gold option's log p (raised or
+    lowered it by PULL_FLOOR or more), split by whether the closed-book answer was already right: the direction
+    names one option of four, so it is read beside the shift of gold itself."""
+    lines = ["", "Each passage read alone: did it raise or lower the gold option's log p by 0.05 or more against "
+             "the closed-book answer, split by whether the closed-book answer was right.", "",
+             "| program | closed book | passages | raised gold | lowered gold | mean shift of gold's log p |",
+             "|---|---|---:|---:|---:|---:|"]
+    for method in sorted({r["method"] for r in rows if r.get("passage_pulls")}):
+        for right in (True, False):
+            shifts = []
+            for r in rows:
+                book = ((r.get("closed_book") or {}).get("option_logprobs")) or {}
+                if r["method"] != method or not book or (max(book, key=book.get) == r["gold"]) != right:
+                    continue
+                shifts += [p["gold_shift"] for p in r["passage_pulls"] if p and p.get("gold_shift") is not None]
+            if shifts:
+                raised, lowered = sum(s >= PULL_FLOOR for s in shifts), sum(s <= -PULL_FLOOR for s in shifts)
+                lines.append(f"| {method} | {'right' if right else 'wrong'} | {len(shifts)} | "
+                             f"{raised / len(shifts):.2f} | {lowered / len(shifts):.2f} | {np.mean(shifts):+.3f} |")
     return lines
 
 

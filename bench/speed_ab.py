@@ -5,7 +5,8 @@ one llama.cpp server, so the machine's noise falls on both alike. Each row keeps
 and processed (llama.cpp's cache_n), the output tokens and llama.cpp's own prefill and decode milliseconds. Prefill
 and decode rates are calibrated in the same run (a fresh ~600-token prompt and up to 64 generated tokens, every 8
 questions, on every variant's server alike); a method's floor is processed tokens / prefill rate + generated tokens /
-decode rate. Rows are appended as they finish; a re-run resumes.
+decode rate. Rows are appended as they finish; a re-run resumes. The answer step's variants (per-passage,
+on-demand) are timed the same way against `new`.
     .venv/bin/python bench/speed_ab.py --out runs/speed-ab --doc docs/results/speed.md
 """
 
@@ -24,7 +25,11 @@ VARIANTS = {"old": {"adapter": "json"}, "new": {"adapter": "auto"},
             # speculative decoding (hyporag.lm.speculative) against `new`: the same replies, fewer decode steps
             "new+ngram": {"adapter": "auto", "speculative": "ngram"},
             "new+ngram-mod": {"adapter": "auto", "speculative": "ngram-mod"},
-            "new+draft": {"adapter": "auto", "speculative": "draft"}}
+            "new+draft": {"adapter": "auto", "speculative": "draft"},
+            # the answer step (docs/results/per-passage.md) against `new`: each passage read alone, and closed-book
+            # first with retrieval only below 0.5
+            "per-passage": {"adapter": "auto", "program": {"answer_mode": "per-passage"}},
+            "on-demand": {"adapter": "auto", "program": {"retrieve_below": 0.5}}}
 TIMING_FIELDS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n", "draft_n", "draft_n_accepted",
                  "calls")
 
@@ -64,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="old,new")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--protocol", default="fast", choices=("fast", "paper"))
+    parser.add_argument("--budget", type=int, default=3)
     parser.add_argument("--methods", default=",".join(METHODS), help="a subset of cot,rag,hcqr,chr (a re-run's "
                         "tables cover these)")
     parser.add_argument("--table-only", action="store_true", help="redraw the tables from the rows (no LM)")
@@ -103,7 +109,7 @@ def run(args, variants: list[str], methods: tuple[str, ...], rows_path: Path, ca
     from hyporag import RunConfig, build_program, build_retriever, build_roles
     from hyporag.eval import run_one
 
-    config = RunConfig(no_cache=True, program_settings={"budget": 3, "protocol": args.protocol})
+    config = RunConfig(no_cache=True, program_settings={"budget": args.budget, "protocol": args.protocol})
     retriever = build_retriever(config, True)
     setups = {}
     for name in variants:
@@ -111,7 +117,8 @@ def run(args, variants: list[str], methods: tuple[str, ...], rows_path: Path, ca
         engine = engine_of(roles)  # its server starts lazily: options set now apply
         engine.cache_reuse, engine.host_cache_mib = VARIANTS[name].get("reuse", 0), VARIANTS[name].get("host_mib")
         engine.speculative = VARIANTS[name].get("speculative", "none")
-        setups[name] = (roles, {m: build_program(m, config, retriever, roles) for m in methods})
+        variant = config.replace(program_settings={**config.program_settings, **VARIANTS[name].get("program", {})})
+        setups[name] = (roles, {m: build_program(m, variant, retriever, roles) for m in methods})
     done = {(r["variant"], r["method"], r["question_id"]) for r in read_jsonl(rows_path)}
     questions = question_set(args.demo_questions, args.extra_questions, args.seed)
     texts = [p.contents for p in retriever.store.get(list(range(0, 40_000, 100)))]  # fresh text to calibrate on
