@@ -17,8 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyporag.eval import ResultRow, cell, context_lift, current_rows, paired_measures, summarize
-from hyporag.eval.pulls import PULL_FLOOR
+from hyporag.eval import PULL_FLOOR, ResultRow, cell, context_lift, current_rows, paired_measures, summarize
 
 METHODS = ("rag", "hcqr", "chr")
 

@@ -38,6 +38,8 @@ _EXPORTS = {
     "run_order": "hyporag.eval.comparisons",
     "compare_sequences": "hyporag.eval.comparisons",
     "BettingCS": "hyporag.eval.sequential",
+    "PULL_FLOOR": "hyporag.eval.pulls",
+    "pull_shares": "hyporag.eval.pulls",
     "RANGES": "hyporag.eval.sequential",
     "read_sequence": "hyporag.eval.sequential",
     "TIE_BREAK": "hyporag.eval.dspy_metrics",
