@@ -166,8 +166,9 @@ class MCQProgram(dspy.Module):
             if top is None:
                 trace.fell_back("on_demand", "no option probabilities to judge the closed-book answer by: retrieved")
             elif top >= self.config.retrieve_below:
-                return self._prediction(self._as_result(closed_book), [], meter, trace, closed_book=closed_book,
-                                        retrieved=False)
+                sure = self._result(closed_book.answer, closed_book.parse_failure, closed_book.option_logprobs,
+                                    closed_book.status)
+                return self._prediction(sure, [], meter, trace, closed_book=closed_book, retrieved=False)
         passages = self.retrieve(question, options, meter, trace)[: self.budget] if self.uses_retrieval else []
         on_demand = True if self.config.retrieve_below is not None and self.uses_retrieval else None
         if self.config.answer_mode == "per-passage" and passages:
@@ -179,22 +180,23 @@ class MCQProgram(dspy.Module):
                             self.config.mix_temperature, self.config.mix)
             if mixed["voted"]:
                 trace.fell_back("vote")
-            result = {"answer": mixed["answer"], "parse_failure": mixed["answer"] is None, "reply": None,
-                      "reasoning": None, "option_logprobs": mixed["option_logprobs"],
-                      "option_logprob_status": mixed["status"]}
+            result = self._result(mixed["answer"], mixed["answer"] is None, mixed["option_logprobs"], mixed["status"])
             return self._prediction(result, passages, meter, trace, closed_book=closed_book, readings=readings,
                                     weights=mixed["weights"], retrieved=on_demand)
         with meter.step("answer"), self.role("answer"):
             answered = self.answer(question=question, options=options,
                                    context=format_context(passages, self.context_preface(trace)))
-        result = {k: getattr(answered, k, None) for k in ("answer", "parse_failure", "reply", "reasoning",
-                                                            "option_logprobs", "option_logprob_status")}
+        result = self._result(answered.answer, answered.parse_failure, getattr(answered, "option_logprobs", None),
+                              getattr(answered, "option_logprob_status", None), getattr(answered, "reply", None),
+                              getattr(answered, "reasoning", None))
         return self._prediction(result, passages, meter, trace, closed_book=closed_book, retrieved=on_demand)
 
     @staticmethod
-    def _as_result(reading: Reading) -> dict:
-        return {"answer": reading.answer, "parse_failure": reading.parse_failure, "reply": None, "reasoning": None,
-                "option_logprobs": reading.option_logprobs, "option_logprob_status": reading.status}
+    def _result(answer: str | None, parse_failure: bool, option_logprobs: dict | None, status: str | None,
+                reply: str | None = None, reasoning: str | None = None) -> dict:
+        """The answer step's fields, whichever step answered (joint, mixed readings or the closed-book reading)."""
+        return {"answer": answer, "parse_failure": parse_failure, "reply": reply, "reasoning": reasoning,
+                "option_logprobs": option_logprobs, "option_logprob_status": status}
 
     def _prediction(self, result: dict, passages: list[Hit], meter: CostMeter, trace: Trace,
                     closed_book: Reading | None = None, readings: list[Reading] | None = None,
