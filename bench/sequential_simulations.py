@@ -104,6 +104,9 @@ def null_streams(pairs: dict, orders: int, seed: int) -> list[dict]:
                                 "seq_lp", "rule"), 0)
         acc, lp = measures["accuracy"], measures["log_p_gold_clipped"]
         n = min(len(acc), len(lp))
+        if n < 10:
+            raise SystemExit(f"{run}: {method} and rag share {n} answered question(s); the naive test is read "
+                             "from the 10th")
         started = time.perf_counter()
         for _ in range(orders):
             signs, order = rng.choice([-1.0, 1.0], size=n), rng.permutation(n)

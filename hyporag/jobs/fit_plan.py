@@ -14,6 +14,7 @@ from typing import Any
 
 from hyporag.foundation.atomic import write_json_atomic
 from hyporag.foundation.errors import HyporagError
+from hyporag.jobs.builders import select_examples
 from hyporag.jobs.program import load_program
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
@@ -146,10 +147,11 @@ def run_stage(state: FitState, stage: str, work: Callable[[], dict], log: Callab
 
 
 def fit_questions(settings: FitSettings, run: RunConfig):
-    """(the load report, the questions a fit splits, its directory, created): a file where the directory should be
-    is refused."""
+    """(the load report, the questions a fit splits, its directory): `--limit` picks the questions `eval` and `tune`
+    pick (a seeded shuffle, then the first N), not the file's first N, which on a comma-joined dataset or a file
+    sorted by topic would leave whole topics out; a file where the directory should be is refused."""
     loaded = load_benchmark(run.data.dataset, run.data.data_dir, skip_bad_rows=run.data.skip_bad_rows)
-    examples = loaded.examples[: run.data.limit] if run.data.limit else loaded.examples
+    examples = select_examples(loaded.examples, run.data.limit, run.data.seed)
     out = Path(settings.out)
     if out.exists() and not out.is_dir():
         raise HyporagError(f"{out}: is a file, not a directory; give --out a directory")

@@ -180,3 +180,17 @@ def test_a_fit_stopped_after_its_tune_and_compile_knows_this_models_speed(tmp_pa
     result = fit(args, config, roles)
     assert result.stopped and {"tune", "compile"} <= set(result.state["stages"])
     assert seconds_per_call(roles, 2) is not None and seconds_per_call(roles, 2)[1] == 2
+
+
+def test_a_limit_picks_the_questions_eval_picks_not_the_files_first(tmp_path):
+    """A file sorted by topic (or a comma-joined dataset) cut at its first N would leave whole topics out of the fit's
+    train, validation and held-out questions; `--limit` means a seeded shuffle, then N, for every command."""
+    from hyporag.jobs.builders import select_examples
+    from hyporag.jobs.fit_plan import fit_questions
+    from hyporag.questions.datasets import load_benchmark
+
+    args, config = fit_args(tmp_path, run={"limit": 6})
+    loaded, examples, _ = fit_questions(args, config)
+    chosen = [e.id for e in examples]
+    assert chosen == [e.id for e in select_examples(load_benchmark(config.data.dataset).examples, 6, 0)]
+    assert chosen != [f"q{i}" for i in range(6)] and len(chosen) == 6
