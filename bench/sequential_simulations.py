@@ -11,6 +11,9 @@ questions the sequence needed to decide (mean, median, the 80th percentile: the 
 the fixed-n test's n at 80% power (normal approximation, checked by resampling at that n).
 
     .venv/bin/python bench/sequential_simulations.py --run mmlu=runs/margin-mmlu-b4 --out runs/sequential-sims.json
+
+A --run NAME=DIR_A,DIR_B pairs each method across two runs (DIR_A − DIR_B) instead of with rag: a fit's held-out
+run against an eval of the same questions ("heldout" is the name the real-effects list reads).
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ REAL = (("mmlu", "cot", "log_p_gold_clipped", None), ("mmlu", "cot", "accuracy",
         ("mmlu", "hcqr", "log_p_gold_clipped", None), ("mmlu", "hcqr", "log_p_gold_clipped", 0.1),
         ("mmlu", "hcqr", "log_p_gold_clipped", 0.2), ("mmlu", "hcqr", "log_p_gold_clipped", 0.3),
         ("mmlu", "hcqr", "margin", 0.2), ("medqa", "hcqr", "margin", None),
-        ("medqa", "hcqr", "log_p_gold_clipped", None), ("medqa", "cot", "log_p_gold_clipped", None))
+        ("medqa", "hcqr", "log_p_gold_clipped", None), ("medqa", "cot", "log_p_gold_clipped", None),
+        ("heldout", "rag", "log_p_gold_clipped", None), ("heldout", "rag", "margin", None))
 # what the range costs: the planted 0.2 of log p(gold) again, its differences clipped to [-c, c] and bet on as such
 NARROWED = (("mmlu", "hcqr", "log_p_gold_clipped", 0.2, 2.0), ("mmlu", "hcqr", "log_p_gold_clipped", 0.2, 1.0))
 
@@ -81,15 +85,37 @@ def naive_p_values(values: np.ndarray, measure: str, start: int = 10) -> list[fl
     return out
 
 
+def across_runs(name: str, run_a: Path, run_b: Path) -> dict[tuple[str, str], dict[str, np.ndarray]]:
+    """(name, method) -> each method both runs hold, run_a's rows − run_b's on the same questions (a fit's held-out
+    program against the same method in another run): questions whose text, options or gold differ are refused."""
+    settings, rows_a, _, _ = current_rows(run_a)
+    _, rows_b, _, _ = current_rows(run_b)
+    a, b = by_method([r for r in rows_a if not r.get("error")]), by_method([r for r in rows_b if not r.get("error")])
+    out = {}
+    for method in a.keys() & b.keys():
+        changed = [q for q in a[method].keys() & b[method].keys()
+                   if a[method][q].question_fingerprint != b[method][q].question_fingerprint]
+        if changed:
+            raise SystemExit(f"{run_a} and {run_b}: {method}'s question {changed[0]} differs between the runs")
+        order = run_order(settings, rows_a)
+        out[(name, method)] = {m: np.array(paired_values(a[method], b[method], order, m)[0])
+                               for m in ("accuracy", "log_p_gold_clipped", "margin")}
+    return out
+
+
 def paired_runs(runs: dict[str, Path]) -> dict[tuple[str, str], dict[str, np.ndarray]]:
-    """(run, method) -> the paired differences with rag per measure, in the run's order."""
+    """(run, method) -> the paired differences with rag per measure, in the run's order; a NAME=DIR_A,DIR_B entry
+    pairs each method across the two runs instead."""
     out = {}
     for name, run_dir in runs.items():
+        if "," in str(run_dir):
+            out.update(across_runs(name, *(Path(p) for p in str(run_dir).split(",", 1))))
+            continue
         settings, rows, methods, _ = current_rows(run_dir)
         grouped = by_method([r for r in rows if not r.get("error")])
         order = run_order(settings, rows)
         for method in grouped:
-            if method == "rag":
+            if method == "rag" or "rag" not in grouped:
                 continue
             out[(name, method)] = {m: np.array(paired_values(grouped[method], grouped["rag"], order, m)[0])
                                    for m in ("accuracy", "log_p_gold_clipped", "margin")}
@@ -123,7 +149,7 @@ def null_streams(pairs: dict, orders: int, seed: int) -> list[dict]:
         table.append({"run": run, "method": method, "n": n, "orders": orders,
                       "discordant": int(np.sum(acc != 0)), "seconds": round(time.perf_counter() - started, 1),
                       **{k: {"rate": v / orders, "ci95": wilson(v, orders)} for k, v in counts.items()}})
-        print(f"A/A {run} {method} vs rag: " + ", ".join(f"{k} {v / orders:.3f}" for k, v in counts.items()),
+        print(f"A/A {run} {method}: " + ", ".join(f"{k} {v / orders:.3f}" for k, v in counts.items()),
               flush=True)
     return table
 
