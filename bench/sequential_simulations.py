@@ -41,6 +41,7 @@ from hyporag.eval import (  # noqa: E402
     questions_for_power_mcnemar,
     run_order,
 )
+from hyporag.eval.regression import by_fingerprint, order_of  # noqa: E402
 
 ALPHA = 0.05
 # (run, method, measure, planted mean): None resamples the observed differences as they are; a number re-centres
@@ -86,21 +87,14 @@ def naive_p_values(values: np.ndarray, measure: str, start: int = 10) -> list[fl
 
 
 def across_runs(name: str, run_a: Path, run_b: Path) -> dict[tuple[str, str], dict[str, np.ndarray]]:
-    """(name, method) -> each method both runs hold, run_a's rows − run_b's on the same questions (a fit's held-out
-    program against the same method in another run): questions whose text, options or gold differ are refused."""
+    """(name, method) -> each method both runs hold, run_a's rows − run_b's paired by question fingerprint, as the
+    regression gate pairs them (a fit's held-out program against the same method in another run)."""
     settings, rows_a, _, _ = current_rows(run_a)
     _, rows_b, _, _ = current_rows(run_b)
-    a, b = by_method([r for r in rows_a if not r.get("error")]), by_method([r for r in rows_b if not r.get("error")])
-    out = {}
-    for method in a.keys() & b.keys():
-        changed = [q for q in a[method].keys() & b[method].keys()
-                   if a[method][q].question_fingerprint != b[method][q].question_fingerprint]
-        if changed:
-            raise SystemExit(f"{run_a} and {run_b}: {method}'s question {changed[0]} differs between the runs")
-        order = run_order(settings, rows_a)
-        out[(name, method)] = {m: np.array(paired_values(a[method], b[method], order, m)[0])
-                               for m in ("accuracy", "log_p_gold_clipped", "margin")}
-    return out
+    a, b, order = by_fingerprint(rows_a), by_fingerprint(rows_b), order_of(settings, rows_a)
+    return {(name, method): {m: np.array(paired_values(a[method], b[method], order, m)[0])
+                             for m in ("accuracy", "log_p_gold_clipped", "margin")}
+            for method in a.keys() & b.keys()}
 
 
 def paired_runs(runs: dict[str, Path]) -> dict[tuple[str, str], dict[str, np.ndarray]]:
@@ -131,8 +125,7 @@ def null_streams(pairs: dict, orders: int, seed: int) -> list[dict]:
         acc, lp = measures["accuracy"], measures["log_p_gold_clipped"]
         n = min(len(acc), len(lp))
         if n < 10:
-            raise SystemExit(f"{run}: {method} and rag share {n} answered question(s); the naive test is read "
-                             "from the 10th")
+            raise SystemExit(f"{run}: {method} has {n} paired question(s); the naive test is read from the 10th")
         started = time.perf_counter()
         for _ in range(orders):
             signs, order = rng.choice([-1.0, 1.0], size=n), rng.permutation(n)
