@@ -34,14 +34,15 @@ sys.path.insert(0, str(ROOT))
 from hyporag.eval import (  # noqa: E402
     RANGES,
     BettingCS,
+    by_fingerprint,
     by_method,
     current_rows,
+    order_of,
     paired_values,
     questions_for_power,
     questions_for_power_mcnemar,
     run_order,
 )
-from hyporag.eval.regression import by_fingerprint, order_of  # noqa: E402
 
 ALPHA = 0.05
 # (run, method, measure, planted mean): None resamples the observed differences as they are; a number re-centres

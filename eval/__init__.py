@@ -37,6 +37,8 @@ _EXPORTS = {
     "paired_values": "hyporag.eval.comparisons",
     "run_order": "hyporag.eval.comparisons",
     "compare_sequences": "hyporag.eval.comparisons",
+    "by_fingerprint": "hyporag.eval.regression",
+    "order_of": "hyporag.eval.regression",
     "BettingCS": "hyporag.eval.sequential",
     "PULL_FLOOR": "hyporag.eval.pulls",
     "pull_shares": "hyporag.eval.pulls",
