@@ -7,7 +7,7 @@ the passages' pulls.
         --set medqa-dev=runs/margin-medqa-b4,runs/pp-medqa-b4,runs/od-medqa-b4 --out runs/per-passage-tables.md
 
 Each --set names the joint run, the per-passage run and the on-demand run of one question set. Only questions every
-compared row answered are used.
+compared row answered are used; runs whose reader, retriever, index, budget or question texts differ are refused.
 """
 
 from __future__ import annotations
@@ -22,11 +22,42 @@ from hyporag.eval import PULL_FLOOR, ResultRow, cell, context_lift, current_rows
 METHODS = ("rag", "hcqr", "chr")
 
 
-def labelled(run: Path, suffix: str) -> list[dict]:
-    """A run's rows, each method renamed `method suffix` (cot keeps its name: the same closed-book reader)."""
-    _, rows, _, _ = current_rows(run)
-    return [{**r, "method": r["method"] if r["method"] == "cot" or not suffix else f"{r['method']} {suffix}"}
-            for r in rows if not r.get("error")]
+# what must agree between the joint, per-passage and on-demand runs for their rows to be paired: the same reader,
+# retriever, index and budget; the answer step (answer_mode, mix, retrieve_below) is what is compared
+SHARED_SETTINGS = ("lm_identities", "budget", "retriever", "index_fingerprint", "bm25_search", "reasoning")
+ANSWER_STEP = ("answer_mode", "mix", "mix_temperature", "prior_weight", "retrieve_below")
+
+
+def labelled(run: Path, suffix: str) -> tuple[dict, list[dict]]:
+    """A run's settings and rows, each method renamed `method suffix` (cot keeps its name: the same closed-book
+    reader, taken from the joint run only)."""
+    settings, rows, _, _ = current_rows(run)
+    return settings, [{**r, "method": r["method"] if r["method"] == "cot" or not suffix else f"{r['method']} {suffix}"}
+                      for r in rows if not r.get("error") and not (suffix and r["method"] == "cot")]
+
+
+def check_same_setup(runs: dict[Path, dict], rows_by_run: dict[Path, list[dict]]) -> None:
+    """Refuse to pair rows that answer different questions or ran under different settings: the runs must agree on
+    SHARED_SETTINGS, on each shared method's program apart from its answer step, and on every shared question's
+    fingerprint."""
+    (first, base), *others = runs.items()
+    for run, settings in others:
+        for key in SHARED_SETTINGS:
+            if settings.get(key) != base.get(key):
+                raise SystemExit(f"{run}/run.json: {key} is {settings.get(key)!r}, {first} has {base.get(key)!r}; "
+                                 "these runs cannot be paired")
+        for method, program in (settings.get("effective") or {}).items():
+            other = (base.get("effective") or {}).get(method)
+            if other is not None and ({k: v for k, v in program.items() if k not in ANSWER_STEP}
+                                      != {k: v for k, v in other.items() if k not in ANSWER_STEP}):
+                raise SystemExit(f"{run}/run.json: {method}'s program differs from {first}'s beyond the answer step")
+    seen: dict[str, tuple[str, Path]] = {}
+    for run, rows in rows_by_run.items():
+        for row in rows:
+            known = seen.setdefault(row["question_id"], (row.get("question_fingerprint"), run))
+            if known[0] != row.get("question_fingerprint"):
+                raise SystemExit(f"{run}: question {row['question_id']} has fingerprint "
+                                 f"{row.get('question_fingerprint')}, {known[1]} has {known[0]}; not the same question")
 
 
 def on_common_questions(rows: list[dict], names: list[str]) -> list[dict]:
@@ -70,8 +101,11 @@ def lift_line(name: str, lift: dict) -> str:
 
 
 def set_tables(label: str, joint: Path, per_passage: Path, on_demand: Path | None, seed: int) -> list[str]:
-    rows = labelled(joint, "") + labelled(per_passage, "per-passage") + (
-        [r for r in labelled(on_demand, "on-demand") if r["method"] != "cot"] if on_demand else [])
+    runs = {joint: "", per_passage: "per-passage", **({on_demand: "on-demand"} if on_demand else {})}
+    read = {run: labelled(run, suffix) for run, suffix in runs.items()}
+    check_same_setup({run: settings for run, (settings, _) in read.items()},
+                     {run: rows for run, (_, rows) in read.items()})
+    rows = [row for _, run_rows in read.values() for row in run_rows]
     names = ["cot", *[m for m in METHODS], *[f"{m} per-passage" for m in METHODS],
              *(["rag on-demand"] if on_demand else [])]
     present = {r["method"] for r in rows}
