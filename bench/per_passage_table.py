@@ -17,7 +17,16 @@ from pathlib import Path
 
 import numpy as np
 
-from hyporag.eval import PULL_FLOOR, ResultRow, cell, context_lift, current_rows, paired_measures, summarize
+from hyporag.eval import (
+    PULL_FLOOR,
+    ResultRow,
+    cell,
+    context_lift,
+    current_rows,
+    differing_settings,
+    paired_measures,
+    summarize,
+)
 
 METHODS = ("rag", "hcqr", "chr")
 
@@ -46,10 +55,9 @@ def check_same_setup(runs: dict[Path, dict], rows_by_run: dict[Path, list[dict]]
             if settings.get(key) != base.get(key):
                 raise SystemExit(f"{run}/run.json: {key} is {settings.get(key)!r}, {first} has {base.get(key)!r}; "
                                  "these runs cannot be paired")
-        for method, program in (settings.get("effective") or {}).items():
-            other = (base.get("effective") or {}).get(method)
-            if other is not None and ({k: v for k, v in program.items() if k not in ANSWER_STEP}
-                                      != {k: v for k, v in other.items() if k not in ANSWER_STEP}):
+        for method, program in (settings.get("program") or {}).items():
+            other = (base.get("program") or {}).get(method)
+            if other is not None and set(differing_settings(other, program)) - set(ANSWER_STEP):
                 raise SystemExit(f"{run}/run.json: {method}'s program differs from {first}'s beyond the answer step")
     seen: dict[str, tuple[str, Path]] = {}
     for run, rows in rows_by_run.items():

@@ -14,6 +14,7 @@ _EXPORTS = {
     "run_one": "hyporag.eval.engine",
     "run_parallel": "hyporag.eval.parallel",
     "read_results": "hyporag.eval.results_store",
+    "differing_settings": "hyporag.eval.results_store",
     "ResultRow": "hyporag.eval.row",
     "processed_of": "hyporag.eval.row",
     "summarize": "hyporag.eval.summary",
