@@ -4,10 +4,13 @@ same method answering per passage (and rag answering on demand), on the same que
 the passages' pulls.
 
     .venv/bin/python bench/per_passage_table.py --set mmlu-med=runs/margin-mmlu-b4,runs/pp-mmlu-b4,runs/od-mmlu-b4 \
-        --set medqa-dev=runs/margin-medqa-b4,runs/pp-medqa-b4,runs/od-medqa-b4 --out runs/per-passage-tables.md
+        --set medqa-dev=runs/until-medqa-b4+runs/chr-medqa-b4,runs/pp-medqa-b4,runs/od-medqa-b4 \
+        --out runs/per-passage-tables.md
 
-Each --set names the joint run, the per-passage run and the on-demand run of one question set. Only questions every
-compared row answered are used; runs whose reader, retriever, index, budget or question texts differ are refused.
+Each --set names the joint run, the per-passage run and the on-demand run of one question set; a part may join
+several runs with `+` (methods added later in their own directory), each method in one run of its part only, cot taken
+from the first joint run. Only questions every compared row answered are used; runs whose reader, retriever, index,
+budget or question texts differ are refused.
 """
 
 from __future__ import annotations
@@ -37,12 +40,24 @@ SHARED_SETTINGS = ("lm_identities", "budget", "retriever", "index_fingerprint", 
 ANSWER_STEP = ("answer_mode", "mix", "mix_temperature", "prior_weight", "retrieve_below")
 
 
-def labelled(run: Path, suffix: str) -> tuple[dict, list[dict]]:
+def labelled(run: Path, suffix: str, keep_cot: bool) -> tuple[dict, list[dict]]:
     """A run's settings and rows, each method renamed `method suffix` (cot keeps its name: the same closed-book
-    reader, taken from the joint run only)."""
+    reader, taken from the first joint run only, as its cached copies elsewhere would halve its cost)."""
     settings, rows, _, _ = current_rows(run)
     return settings, [{**r, "method": r["method"] if r["method"] == "cot" or not suffix else f"{r['method']} {suffix}"}
-                      for r in rows if not r.get("error") and not (suffix and r["method"] == "cot")]
+                      for r in rows if not r.get("error") and (keep_cot or r["method"] != "cot")]
+
+
+def refuse_repeated_rows(rows_by_run: dict[Path, list[dict]]) -> None:
+    """One method's answer to one question comes from one run: two runs of a part answering it both would count it
+    twice."""
+    seen: dict[tuple[str, str], Path] = {}
+    for run, rows in rows_by_run.items():
+        for row in rows:
+            first = seen.setdefault((row["question_id"], row["method"]), run)
+            if first != run:
+                raise SystemExit(f"{run}: {row['method']} answers question {row['question_id']} as {first} does; "
+                                 "name each method's run once in a part")
 
 
 def check_same_setup(runs: dict[Path, dict], rows_by_run: dict[Path, list[dict]]) -> None:
@@ -108,11 +123,16 @@ def lift_line(name: str, lift: dict) -> str:
             f"{cell(entry['positive'], '{:.2f}')} |")
 
 
-def set_tables(label: str, joint: Path, per_passage: Path, on_demand: Path | None, seed: int) -> list[str]:
-    runs = {joint: "", per_passage: "per-passage", **({on_demand: "on-demand"} if on_demand else {})}
-    read = {run: labelled(run, suffix) for run, suffix in runs.items()}
-    check_same_setup({run: settings for run, (settings, _) in read.items()},
-                     {run: rows for run, (_, rows) in read.items()})
+def set_tables(label: str, parts: list[list[Path]], seed: int) -> list[str]:
+    """One question set's tables; parts are the joint, per-passage and (optional) on-demand runs."""
+    suffixes = ("", "per-passage", "on-demand")
+    runs = {run: (suffix, i == 0 and j == 0) for i, (suffix, part) in enumerate(zip(suffixes, parts, strict=False))
+            for j, run in enumerate(part)}
+    read = {run: labelled(run, suffix, keep_cot) for run, (suffix, keep_cot) in runs.items()}
+    rows_by_run = {run: rows for run, (_, rows) in read.items()}
+    check_same_setup({run: settings for run, (settings, _) in read.items()}, rows_by_run)
+    refuse_repeated_rows(rows_by_run)
+    on_demand = len(parts) > 2
     rows = [row for _, run_rows in read.values() for row in run_rows]
     names = ["cot", *[m for m in METHODS], *[f"{m} per-passage" for m in METHODS],
              *(["rag on-demand"] if on_demand else [])]
@@ -186,15 +206,22 @@ def gold_shift_lines(rows: list[dict]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", action="append", required=True, metavar="LABEL=JOINT,PER_PASSAGE[,ON_DEMAND]")
+    parser.add_argument("--set", action="append", required=True,
+                        metavar="LABEL=JOINT[+JOINT],PER_PASSAGE[+...][,ON_DEMAND]")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     lines: list[str] = []
     for item in args.set:
-        label, dirs = item.split("=", 1)
-        parts = [Path(d) for d in dirs.split(",")]
-        lines += [*set_tables(label, parts[0], parts[1], parts[2] if len(parts) > 2 else None, args.seed), ""]
+        label, _, dirs = item.partition("=")
+        parts = [[Path(d) for d in part.split("+")] for part in dirs.split(",")]
+        if not label or len(parts) not in (2, 3) or not all(all(str(d) for d in part) for part in parts):
+            parser.error(f"--set {item!r}: expected LABEL=JOINT,PER_PASSAGE[,ON_DEMAND], each part one run or runs "
+                         "joined by +")
+        named = [d for part in parts for d in part]
+        if len(set(named)) < len(named):
+            parser.error(f"--set {item!r}: a run is named twice")
+        lines += [*set_tables(label, parts, args.seed), ""]
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))
     return 0
