@@ -33,6 +33,15 @@ def sigint_default() -> None:
 
 
 @pytest.fixture
+def sigint_raises():
+    """Ctrl-C in this process raises KeyboardInterrupt, as in a terminal: a suite launched with SIGINT ignored has no
+    Python handler, and `_thread.interrupt_main` then does nothing."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+@pytest.fixture
 def sigint_ignored():
     """The suite launched as a background job of a non-interactive shell: SIGINT ignored in this process."""
     before = signal.signal(signal.SIGINT, signal.SIG_IGN)

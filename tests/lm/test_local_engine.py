@@ -115,7 +115,7 @@ def test_a_streamed_reply_is_put_back_together_as_the_plain_one():
     assert reply["usage"]["completion_tokens"] == 3 and reply["timings"] == {"prompt_n": 3}
 
 
-def test_ctrl_c_during_an_embedded_call_is_answered_at_once_and_stops_the_model(capsys):
+def test_ctrl_c_during_an_embedded_call_is_answered_at_once_and_stops_the_model(capsys, sigint_raises):
     """Ctrl-C while the model writes: the call stops waiting within a step, says so, and the model stops at its next
     token (before, the interrupt waited for the whole reply: over 40 s on a busy machine)."""
     import _thread
