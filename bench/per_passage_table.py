@@ -214,8 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     lines: list[str] = []
     for item in args.set:
         label, _, dirs = item.partition("=")
-        parts = [[Path(d) for d in part.split("+")] for part in dirs.split(",")]
-        if not label or len(parts) not in (2, 3) or not all(all(str(d) for d in part) for part in parts):
+        names = [part.split("+") for part in dirs.split(",")]
+        parts = [[Path(d) for d in part] for part in names]
+        if not label or len(parts) not in (2, 3) or not all(all(part) for part in names):
             parser.error(f"--set {item!r}: expected LABEL=JOINT,PER_PASSAGE[,ON_DEMAND], each part one run or runs "
                          "joined by +")
         named = [d for part in parts for d in part]

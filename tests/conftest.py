@@ -36,15 +36,18 @@ def sigint_default() -> None:
 def sigint_raises():
     """Ctrl-C in this process raises KeyboardInterrupt, as in a terminal: a suite launched with SIGINT ignored has no
     Python handler, and `_thread.interrupt_main` then does nothing."""
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, before)
+    yield from sigint_handled_by(signal.default_int_handler)
 
 
 @pytest.fixture
 def sigint_ignored():
     """The suite launched as a background job of a non-interactive shell: SIGINT ignored in this process."""
-    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    yield from sigint_handled_by(signal.SIG_IGN)
+
+
+def sigint_handled_by(handler):
+    """SIGINT handled by `handler` for one test, the launcher's handler restored after it."""
+    before = signal.signal(signal.SIGINT, handler)
     yield
     signal.signal(signal.SIGINT, before)
 
