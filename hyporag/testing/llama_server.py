@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +13,8 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+
+from hyporag.foundation.processes import stop_process
 
 # the tests that check plumbing (serving, pools, resumes, equal answers on both sides) run the 0.5B model: the same
 # engine and adapter paths as the default 1.5B at about half its time
@@ -70,10 +71,4 @@ def llama_server(model_path: Path, port: int | None = None, threads: int | None 
         wait_until_serving(port)
         yield proc, f"http://127.0.0.1:{port}/v1"
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc, grace=30)

@@ -4,7 +4,6 @@ through MlflowClient: params, metrics, artifacts, status; a killed run resumed i
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import socket
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from hyporag.foundation.processes import stop_process
 from tests.conftest import PASSAGES, sigint_default, write_jsonl
 
 mlflow = pytest.importorskip("mlflow", reason="MLflow is not installed (pip install 'hyporag[mlflow]')")
@@ -50,10 +50,8 @@ def mlflow_server(root: Path) -> Iterator[tuple[str, subprocess.Popen]]:
         time.sleep(0.5)
     try:
         yield uri, proc
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
+    finally:  # SIGTERM, then SIGKILL after the grace: a loaded machine's slow shutdown never fails a passed test
+        stop_process(proc, grace=30, group=True)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ passage lost or duplicated. Skipped, with the reason, where Ray is not installed
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hyporag.foundation.processes import stop_process
 from hyporag.jobs.embed import embed
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import EmbedSettings
@@ -64,12 +64,7 @@ def cluster():
     yield address
     if ray.is_initialized():
         ray.shutdown()
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(head.pid, signal.SIGTERM)  # the head and every process it started: its own session
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        head.wait(10)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(head.pid, signal.SIGKILL)
+    stop_process(head, grace=10, group=True)  # the head and every process it started: its own session
     shutil.rmtree(temp, ignore_errors=True)
 
 
