@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import math
 import os
 import types
 import typing
@@ -23,7 +24,7 @@ from typing import Any, ClassVar
 
 from hyporag.foundation.errors import ConfigError
 
-TYPE_NAMES = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", list: "a list",
+TYPE_NAMES = {int: "a whole number", float: "a finite number", str: "a string", bool: "true or false", list: "a list",
               tuple: "a list", dict: "a table"}
 Rule = Callable[[Any], "str | None"]  # a value's own rule: the reason it is refused, or None
 _ORIGINS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("hyporag_origins", default=None)
@@ -89,8 +90,8 @@ def where(origin: str, key: str) -> str:
 
 def fits(value: Any, kind: Any) -> bool:
     """Whether `value` has the base type `kind` (an int may stand for a float, a list for a tuple)."""
-    if kind is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is float:  # inf and NaN are no setting's value (a temperature of inf, a budget of NaN minutes)
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if kind is int:
         return isinstance(value, int) and not isinstance(value, bool)
     if kind in (list, tuple):

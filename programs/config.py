@@ -106,9 +106,14 @@ class ProgramConfig(Settings):
         return data
 
     def replace(self, **changes: Any) -> ProgramConfig:
-        """A copy with some fields changed; changes to fields this method lacks are ignored (a shared CLI flag)."""
+        """A copy with some fields changed; a field this method lacks is refused, naming it (a shared CLI flag is
+        filtered before it gets here: hyporag.programs.registry.method_config)."""
         own = {f.name for f in fields(self)}
-        return dataclasses.replace(self, **{k: v for k, v in changes.items() if k in own})
+        strange = sorted(set(changes) - own)
+        if strange:
+            raise ConfigError(f"{type(self).__name__}.replace: {self.method} has no setting "
+                              f"{', '.join(map(repr, strange))} (it has {', '.join(sorted(own))})")
+        return dataclasses.replace(self, **changes)
 
     # -- Optuna -------------------------------------------------------------------------------------------------
     def suggest(self, trial, modes: list[str]) -> ProgramConfig:
