@@ -7,6 +7,7 @@ intact row is kept, never recomputed, unless the question it answered has change
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hyporag.eval.row import rescored, row_problem
+from hyporag.eval.run_fields import run_settings_problem
 from hyporag.foundation.atomic import raise_if_disk_full, write_json_atomic, write_text_atomic
 from hyporag.foundation.errors import HyporagError
 from hyporag.foundation.settings import declared_default
@@ -45,9 +47,12 @@ def read_run_settings(directory: str | Path) -> dict[str, Any]:
     if not isinstance(settings, dict):
         raise HyporagError(f"{path}: not a run record (a JSON object)")
     schema = settings.get("schema", 1)
-    if not isinstance(schema, int) or schema > RUN_SCHEMA:
+    if isinstance(schema, int) and not isinstance(schema, bool) and schema > RUN_SCHEMA:
         raise HyporagError(f"{path}: run schema {schema!r} is newer than this hyporag reads ({RUN_SCHEMA}); upgrade "
                            "hyporag to read it")
+    problem = run_settings_problem(settings)
+    if problem:
+        raise HyporagError(f"{path}: {problem}; this record was edited or damaged (re-run into a new --out)")
     return settings
 
 
@@ -158,8 +163,14 @@ class ResultsStore:
     def __enter__(self) -> ResultsStore:
         if self.directory.exists() and not self.directory.is_dir():
             raise HyporagError(f"{self.directory}: is a file, not a results directory; give --out a directory")
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._acquire()
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._acquire()
+        except OSError as exc:  # a read-only or someone else's --out: one line before any LM call
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            raise HyporagError(f"{exc.filename or self.directory}: cannot write here ({exc.strerror or exc}); give "
+                               "--out a directory you can write") from None
         try:
             self._check_settings()
             self.rows = self._load_rows()
@@ -200,25 +211,24 @@ class ResultsStore:
     def _check_settings(self) -> None:
         path = self.directory / SETTINGS
         if path.is_file():
-            try:
-                previous = read_run_settings(self.directory)
-            except HyporagError as error:
-                if "newer than" in str(error):  # never rewrite what a newer hyporag wrote
-                    raise
-                previous = None
-            keys = ("dataset", "lms", "adapters", "budget", "reasoning", "retriever", "index_fingerprint",
+            # a record that cannot be read (damaged, hand-edited, a newer hyporag's) is never rewritten: its rows
+            # could not be checked against this run's settings
+            previous = read_run_settings(self.directory)
+            # the seed orders the questions: a deciding run resumed under another seed would re-read its old rows
+            # in a new order and could stop "decided" without asking a question
+            keys = ("dataset", "seed", "lms", "adapters", "budget", "reasoning", "retriever", "index_fingerprint",
                     "bm25_engine", "bm25_search")
-            if previous is not None and "bm25_engine" not in previous and "bm25_engine" in self.settings:
+            if "bm25_engine" not in previous and "bm25_engine" in self.settings:
                 previous["bm25_engine"] = "bm25s"  # runs from before the field searched bm25s's BM25, or none
                 if self.settings["bm25_engine"] is None:
                     previous["bm25_engine"] = None
-            if previous is not None and "bm25_search" not in previous and "bm25_search" in self.settings:
+            if "bm25_search" not in previous and "bm25_search" in self.settings:
                 previous["bm25_search"] = "exact" if previous.get("bm25_engine") else None  # before two-stage
             # a run whose methods read no passages (cot alone) has no retriever: another run may add methods that do
-            unindexed = previous is not None and None in (previous.get("retriever"), self.settings.get("retriever"))
-            changed = [k for k in keys if previous is not None and previous.get(k) != self.settings.get(k)
+            unindexed = None in (previous.get("retriever"), self.settings.get("retriever"))
+            changed = [k for k in keys if previous.get(k) != self.settings.get(k)
                        and not (unindexed and k in RETRIEVAL_KEYS)]
-            before, now = (previous or {}).get("lm_identities"), self.settings.get("lm_identities")
+            before, now = previous.get("lm_identities"), self.settings.get("lm_identities")
             # a pool none of whose servers answers reports nothing to compare: its first call fails the run instead
             differs = [r for r in ("answer", *(now or {})) if _other_model((before or {}).get(r), (now or {}).get(r))]
             if not changed and before and now and differs:
@@ -227,10 +237,11 @@ class ResultsStore:
                                    f"then, {_brief(now.get(role))} now: same name, other weights or endpoint); use "
                                    "another --out (its rows and cached replies are another model's)")
             if changed:
-                raise HyporagError(f"{path}: this results dir holds a run with different {', '.join(changed)}; "
-                                   "use another --out (rows from different settings must not mix)")
-            if previous is not None:
-                self.settings = with_earlier_methods(path, previous, self.settings)
+                raise HyporagError(f"{path}: this results dir holds a run with different {', '.join(changed)} ("
+                                   + "; ".join(f"{k} {previous.get(k)!r:.60} then, {self.settings.get(k)!r:.60} now"
+                                               for k in changed[:2])
+                                   + "); use another --out (rows from different settings must not mix)")
+            self.settings = with_earlier_methods(path, previous, self.settings)
             if before and now:  # what a pool reported before stays recorded while none of its servers answers
                 kept = {r: before[r] for r in now if _unreported_pool(now[r]) and before.get(r)}
                 if kept:

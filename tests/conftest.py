@@ -151,3 +151,27 @@ def server():
     thread.start()
     yield srv
     srv.shutdown()
+
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+    """A directory nobody can write into: a read-only tmpfs mounted there when this runs as root (root ignores file
+    modes), else mode 0555. Skipped, with the reason, where neither holds."""
+    import os
+    import subprocess
+
+    path = tmp_path / "read-only"
+    path.mkdir()
+    if os.geteuid() != 0:
+        path.chmod(0o555)
+        yield path
+        path.chmod(0o755)
+        return
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(path)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"no read-only directory here: running as root and mount failed ({mounted.stderr.strip()})")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], capture_output=True)

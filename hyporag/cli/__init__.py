@@ -9,6 +9,7 @@ optimizers/teleprompter.py). User errors (bad files, unknown names, mismatched i
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
@@ -90,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
             except DiskFullError as full:
                 print(f"hyporag: error: {full}", file=sys.stderr)
                 return full.exit_code
+            # a path the user gave that cannot be written or read: one line, exit 2
+            if exc.filename and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR, errno.ENOTDIR):
+                print(f"hyporag: error: {printable(redact_text(str(exc.filename)))}: {exc.strerror or exc}",
+                      file=sys.stderr)
+                return 2
         if args.debug or not isinstance(exc, LMError):
             raise
 

@@ -113,3 +113,13 @@ def test_csv_with_a_bom_latin1_and_gzip_files(tmp_path):
     bom_jsonl = tmp_path / "bom.jsonl"
     bom_jsonl.write_bytes(b"\xef\xbb\xbf" + json.dumps(QUESTIONS[0]).encode() + b"\n")
     assert [e.id for e in load_records(bom_jsonl).examples] == ["q1"]
+
+
+def test_a_read_only_out_is_one_line_before_any_call(tmp_path, read_only_dir, server, capsys):
+    dataset = write_jsonl(tmp_path / "q.jsonl", QUESTIONS)
+    code = main(["eval", "--dataset", str(dataset), "--methods", "cot", "--lm", "openai/m", "--api-base",
+                 f"http://127.0.0.1:{server.server_port}/v1", "--api-key", "k", "--no-cache",
+                 "--out", str(read_only_dir / "run")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0, err
+    assert f"{read_only_dir / 'run'}: cannot write here" in err and server.requests == 0
