@@ -49,7 +49,7 @@ def pull_shares(pull_lists: Iterable[Sequence[dict | None]]) -> dict[str, Any] |
     counts = dict.fromkeys(DIRECTIONS, 0)
     for pulls in pull_lists:
         for pull in pulls:
-            if pull is not None:
+            if pull is not None and pull.get("direction") in counts:  # readers derive pulls again: eval.row.rescored
                 counts[pull["direction"]] += 1
     total = sum(counts.values())
     if not total:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from hyporag.eval.belief import MEASURES, rederived
+from hyporag.eval.pulls import passage_pulls
 
 
 def processed_of(cost: dict) -> int | None:
@@ -80,6 +81,7 @@ class ResultRow:
     # are then None), and whether the stored measures disagreed with the distribution and were derived again
     damaged_distribution: str | None = None
     measures_rederived: bool = False
+    pulls_rederived: bool = False  # its stored passage pulls disagreed with its own readings and were derived again
 
     REQUIRED = ("question_id", "method", "answer", "gold", "correct")
 
@@ -104,19 +106,23 @@ class ResultRow:
 _TYPES = get_type_hints(ResultRow)
 
 
-def _fits(value: Any, kind: Any) -> bool:
-    """Whether a stored value has the field's declared type (a count is a number, an id a string, ...)."""
+def fits_type(value: Any, kind: Any) -> bool:
+    """Whether a stored value has the declared type (a count is a number, an id a string, `dict[str, str]` a table
+    of strings, ...): what a reader checks before it trusts a value someone could have edited by hand."""
     origin = get_origin(kind)
     if origin in (Union, types.UnionType):
-        return any(_fits(value, k) for k in get_args(kind))
+        return any(fits_type(value, k) for k in get_args(kind))
     if kind is type(None):
         return value is None
     if kind is Any:
         return True
     if origin is list:
         inner = get_args(kind)
-        return isinstance(value, list) and (not inner or all(_fits(v, inner[0]) for v in value))
-    if kind is dict or origin is dict:
+        return isinstance(value, list) and (not inner or all(fits_type(v, inner[0]) for v in value))
+    if origin is dict:
+        key, item = get_args(kind) or (Any, Any)
+        return isinstance(value, dict) and all(fits_type(k, key) and fits_type(v, item) for k, v in value.items())
+    if kind is dict:
         return isinstance(value, dict)
     if kind is bool:
         return isinstance(value, bool)
@@ -133,22 +139,28 @@ def row_problem(row: dict[str, Any]) -> str | None:
     for name in ("question_id", "method"):
         if not isinstance(row.get(name), str):
             return f"field {name!r} is {row.get(name)!r}, not a string"
+    if not isinstance(row.get("gold"), str) or not row["gold"].strip():  # nothing to score the answer against
+        return f"field 'gold' is {row.get('gold')!r}, not an option letter"
     for name, value in row.items():
         kind = _TYPES.get(name)
-        if kind is not None and not _fits(value, kind):
+        if kind is not None and not fits_type(value, kind):
             return f"field {name!r} is {value!r:.60}, not {getattr(kind, '__name__', None) or kind}"
     return None
 
 
 def rescored(row: dict[str, Any]) -> dict[str, Any]:
-    """The row with `correct` recomputed from its answer and gold, and its belief measures derived again from its
-    own option distribution (eval.belief): a stored flag or measure is never trusted on its own."""
+    """The row with `correct` recomputed from its answer and gold, its belief measures derived again from its own
+    option distribution (eval.belief), and each passage's pull derived again from the readings it came from
+    (eval.pulls): a stored flag, measure or pull is never trusted on its own."""
     right = not row.get("error") and row.get("answer") is not None and row.get("answer") == row.get("gold")
     row = row if row.get("correct") is right else {**row, "correct": right, "rescored": True}
     derived = rederived(row)
     if derived is not row and any(derived.get(k) != row.get(k) for k in MEASURES) and \
             not derived.get("damaged_distribution"):
         derived["measures_rederived"] = True
+    pulls = passage_pulls(derived.get("passage_readings") or [], derived.get("closed_book"), derived["gold"])
+    if pulls != (derived.get("passage_pulls") or []):
+        derived = {**derived, "passage_pulls": pulls, "pulls_rederived": bool(derived.get("passage_pulls"))}
     return derived
 
 
@@ -164,6 +176,10 @@ def say_distrusted(where: Path | str, rows: list[dict]) -> None:
         print(f"{where}: {len(rederived)} row(s) stored belief measures (log p_gold, p_gold, margin, entropy) that "
               f"disagree with their own option distribution (first: {rederived[0]['method']} on "
               f"{rederived[0]['question_id']}); derived from the distribution", file=sys.stderr)
+    repulled = [r for r in rows if r.get("pulls_rederived")]
+    if repulled:
+        print(f"{where}: {len(repulled)} row(s) stored passage pulls that disagree with their own readings (first: "
+              f"{repulled[0]['method']} on {repulled[0]['question_id']}); derived from the readings", file=sys.stderr)
     damaged = [r for r in rows if r.get("damaged_distribution")]
     if damaged:
         print(f"{where}: {len(damaged)} row(s) hold an option distribution that is not one (first: "

@@ -64,3 +64,20 @@ def test_the_stop_rule_needs_the_baseline(tiny_corpus_dir, tmp_path):
     with pytest.raises(HyporagError, match="compares every method with the baseline \\(rag\\)"):
         hyporag.evaluate(RunConfig(methods="cot", out=str(tmp_path / "r"), corpus=str(tiny_corpus_dir)),
                          EvalSettings(until_decided=True), roles=rolled, examples=QUESTIONS, progress=False)
+
+
+def test_a_deciding_run_resumed_under_another_seed_is_refused(tiny_corpus_dir, tmp_path):
+    """The seed orders the questions: resumed under another, the old rows would be read in a new order and could
+    stop "decided" without a question asked."""
+    import pytest
+
+    from hyporag.foundation.errors import HyporagError
+
+    run(tmp_path, tiny_corpus_dir, cot_answer="B")
+    before = (tmp_path / "run" / "run.json").read_text()
+    rolled, lm = roles("B")
+    with pytest.raises(HyporagError, match=r"different seed \(seed 0 then, 1 now\)"):
+        hyporag.evaluate(RunConfig(methods="cot,rag", out=str(tmp_path / "run"), corpus=str(tiny_corpus_dir),
+                                   budget=2, seed=1), EvalSettings(until_decided=True), roles=rolled,
+                         examples=QUESTIONS, progress=False)
+    assert len(lm.history) == 0 and (tmp_path / "run" / "run.json").read_text() == before
