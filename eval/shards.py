@@ -28,6 +28,8 @@ from hyporag.questions.records import question_fingerprint
 # run.json keys that may differ between shards of one run: where each machine keeps its files, and what is per shard
 PER_SHARD = {"shard", "n", "question_fingerprints", "dataset_source", "index_dir", "skipped_too_long", "context_check",
              "endpoints"}
+# of `sequential`: where each shard's own `--until-decided` run stopped, and why (shards stop at different questions)
+PER_SHARD_STOP = {"stopped_at", "reason", "at_stop", "plan"}
 MACHINE_LOCAL = {"endpoint", "path", "mtime_ns", "model_path", "speculative"}  # of an LM identity: the same weights
 # elsewhere, or decoded by an allowed speculative mode (the same replies; inexact modes are refused)
 
@@ -88,10 +90,11 @@ def _check_shards(runs: list[tuple[Path, dict, list[dict]]]) -> None:
     for directory, settings, _ in runs:
         shard = settings["shard"]
         for key in sorted(set(shared) | {k for k in settings if k not in PER_SHARD}):
-            if _comparable(key, settings.get(key)) != _comparable(key, shared.get(key)):
+            mine, theirs = _comparable(key, settings.get(key)), _comparable(key, shared.get(key))
+            if mine != theirs:
                 what = "code version" if key == "code_version" else f"setting {key!r}"
-                raise HyporagError(f"{directory}: its {what} differs from {first_dir}'s "
-                                   f"({settings.get(key)!r} against {shared.get(key)!r}); shards of one run only")
+                raise HyporagError(f"{directory}: its {what} differs from {first_dir}'s ({_difference(mine, theirs)})"
+                                   "; shards of one run only")
         for key, what in (("count", "shard count"), ("question_list", "question list"),
                           ("questions_total", "question count")):
             if shard[key] != first["shard"][key]:
@@ -116,11 +119,24 @@ def _check_shards(runs: list[tuple[Path, dict, list[dict]]]) -> None:
 
 
 def _comparable(key: str, value: Any) -> Any:
-    """A setting as shards must agree on it: an LM's identity without where it lives on each machine."""
+    """A setting as shards must agree on it: an LM's identity without where it lives on each machine; a deciding
+    rule without where each shard stopped."""
+    if key == "sequential" and isinstance(value, dict):
+        return {k: v for k, v in value.items() if k not in PER_SHARD_STOP}
     if key != "lm_identities" or not isinstance(value, dict):
         return value
     return {role: {k: v for k, v in (identity or {}).items() if k not in MACHINE_LOCAL}
             for role, identity in value.items()}
+
+
+def _difference(mine: Any, theirs: Any, path: str = "") -> str:
+    """The first place two settings differ, as `key: this against that` (a whole dict is not a message)."""
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        for key in sorted(mine.keys() | theirs.keys(), key=str):
+            if mine.get(key) != theirs.get(key):
+                return _difference(mine.get(key), theirs.get(key), f"{path}{key}.")
+    where = f"{path.rstrip('.')}: " if path else ""
+    return f"{where}{mine!r:.80} against {theirs!r:.80}"
 
 
 def _interleaved(by_index: dict[int, list[str]]) -> list[str]:
@@ -177,6 +193,10 @@ def merge_runs(directories: Sequence[str | Path], out: str | Path) -> dict:
     first = runs[0][1]
     methods = list(first.get("methods") or [])
     settings = {k: v for k, v in first.items() if k not in PER_SHARD}
+    stops = {str(d): {k: v for k, v in s["sequential"].items() if k in PER_SHARD_STOP}
+             for d, s, _ in runs if isinstance(s.get("sequential"), dict) and "stopped_at" in s["sequential"]}
+    if stops:  # each shard's own stop, kept per shard; the merged run is read on the questions all of them asked
+        settings["sequential"] = {**_comparable("sequential", settings["sequential"]), "shard_stops": stops}
     settings.update(n=sum(s["n"] for _, s, _ in runs), question_fingerprints={q: all_fingerprints[q] for q in order},
                     skipped_too_long=sum(s.get("skipped_too_long") or 0 for _, s, _ in runs),
                     merged_from=[str(d) for d, _, _ in runs], shards=first["shard"]["count"])

@@ -231,3 +231,27 @@ def test_a_markdown_page_escapes_every_value():
                          "t<", [("runs", 'a"b.html')])
     assert "<script>" not in page and "<img" not in page and "&lt;script&gt;" in page
     assert "<td>&lt;img src=x&gt;</td>" in page and 'href="a&quot;b.html"' in page
+
+
+def test_shards_of_a_deciding_run_that_stop_at_different_questions_merge(project, tmp_path):
+    """Each shard of an `--until-decided` run stops where its own questions decide it (here where each runs out:
+    12 questions in 5 shards are 3, 3, 2, 2 and 2): the stops are per shard, the rule is one."""
+    shards = [tmp_path / f"s{i}" for i in range(1, 6)]
+    for index, out in enumerate(shards, start=1):
+        roles = LMRoles.from_lms(SharedDummyLM(replies()))
+        hyporag.evaluate(project.replace(out=str(out)), EvalSettings(shard=f"{index}/5", until_decided=True),
+                         roles=roles, progress=False)
+    stops = [json.loads((out / "run.json").read_text())["sequential"]["stopped_at"] for out in shards]
+    assert stops == [3, 3, 2, 2, 2]
+    report = hyporag.merge_runs(shards, tmp_path / "merged")
+    merged = json.loads((tmp_path / "merged" / "run.json").read_text())
+    assert merged["n"] == N and report["methods"][0]["n"] == N
+    assert {s["stopped_at"] for s in merged["sequential"]["shard_stops"].values()} == {2, 3}
+    assert "stopped_at" not in merged["sequential"] and merged["sequential"]["until_decided"] is True
+    other = tmp_path / "other"
+    roles = LMRoles.from_lms(SharedDummyLM(replies()))
+    hyporag.evaluate(project.replace(out=str(other)), EvalSettings(shard="5/5", until_decided=True, alpha=0.1),
+                     roles=roles, progress=False)
+    with pytest.raises(HyporagError, match=r"its setting 'sequential' differs from .*\(alpha: 0\.05 against 0\.1\)|"
+                                           r"\(alpha: 0\.1 against 0\.05\)"):
+        hyporag.merge_runs([*shards[:4], other], tmp_path / "merged2")
