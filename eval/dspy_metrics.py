@@ -71,13 +71,6 @@ def gepa_feedback(metric: Callable) -> Callable:
     return feedback_metric
 
 
-def refuse_unreadable_objective(objective: str, answer_mode: str | None) -> None:
-    """`pull` reads each passage's own reading: a joint answer has none, and would score every trial 0."""
-    if objective == "pull" and answer_mode != "per-passage":
-        raise ConfigError("--objective pull scores the passages read one at a time: give --answer per-passage "
-                          f"(this program answers {answer_mode or 'joint'})")
-
-
 def objective_metric(objective: str, metric: Callable) -> Callable:
     """What an Optuna study maximises: `accuracy` (the metric, with the reader's mean log p_gold, clipped at
     −5 and scaled to [0, 1], as a tie-break worth at most 0.001 a question), `log-p-gold` (that scaled log p_gold

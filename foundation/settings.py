@@ -79,10 +79,11 @@ def optional(hint: Any) -> bool:
         type(None) in typing.get_args(hint)
 
 
-def where(origin: str, key: str) -> str:
-    """Where a value came from, as a user would look for it: `--budget`, `hyporag.toml: budget`, `RunConfig.x`."""
+def where(origin: str, key: str, flag: str | None = None) -> str:
+    """Where a value came from, as a user would look for it: `--budget` (the field's own flag when it declares one:
+    `answer_mode` is `--answer`), `hyporag.toml: budget`, `RunConfig.x`."""
     if origin == "command line":
-        return f"--{key.replace('_', '-')}"
+        return flag or f"--{key.replace('_', '-')}"
     if origin.isidentifier():  # a class or the name of a job
         return f"{origin}.{key}"
     return f"{origin}: {key}"
@@ -158,7 +159,8 @@ class Settings:
 
     def place(self, name: str) -> str:
         """A field as an error names it: where its value came from (a flag, a file's key, the class)."""
-        return where((_ORIGINS.get() or {}).get(name, self.owner()), name)
+        spec = next((f for f in fields(self) if f.name == name), None)
+        return where((_ORIGINS.get() or {}).get(name, self.owner()), name, spec.metadata.get("flag") if spec else None)
 
     def refuse(self, name: str, message: str) -> None:
         raise ConfigError(f"{self.place(name)}: {message}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hyporag.eval.dspy_metrics import objective_metric, refuse_unreadable_objective
+from hyporag.eval.dspy_metrics import objective_metric
 from hyporag.eval.run_report import summaries
 from hyporag.foundation.atomic import write_json_atomic
 from hyporag.foundation.errors import HyporagError
@@ -28,7 +28,7 @@ from hyporag.jobs.evaluate import as_roles, run_evaluation, run_record
 from hyporag.jobs.fit_candidates import DEFAULT_CANDIDATES, fit_candidates
 from hyporag.jobs.fit_plan import Deadline, FitPlan, FitResult, FitState, FitStopped, fit_questions, run_stage
 from hyporag.jobs.fit_report import write_fit_report
-from hyporag.jobs.optimizing import make_metric_for, reflection_lm, tune_modes
+from hyporag.jobs.optimizing import make_metric_for, reflection_lm, refuse_unreadable_objective, tune_modes
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
 from hyporag.jobs.speed import record_calls, record_run_speed
@@ -117,7 +117,7 @@ def fit_one(settings: FitSettings, run: RunConfig, roles, through: str = "report
     untuned = (load_artifact(run.control.program, retriever, roles) if run.control.program
                else build_program(method, run, retriever, roles))
     untuned_config = run.config_for(method)  # a --program's frozen config, once artifact_config applied it
-    refuse_unreadable_objective(settings.objective, untuned.config.answer_mode)
+    refuse_unreadable_objective(settings.objective, untuned, tune_modes(untuned, settings.modes))
     # the check eval and ask run: a question whose answer prompt cannot fit is refused (or skipped) before any LM
     # call here too, or the frozen program would be refused question by question afterwards
     baseline = run.control.baseline

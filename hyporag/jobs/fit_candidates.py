@@ -25,6 +25,7 @@ from hyporag.jobs.evaluate import as_roles, run_evaluation, run_record
 from hyporag.jobs.fit_plan import Deadline, FitPlan, FitResult, FitState, fit_questions, run_stage
 from hyporag.jobs.fit_race import race
 from hyporag.jobs.fit_report import confirmation, write_candidates_report
+from hyporag.jobs.optimizing import refuse_unreadable_objective, tune_modes
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import FitSettings
 from hyporag.jobs.speed import record_run_speed, seconds_per_call
@@ -118,6 +119,9 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     state.data["estimate"] = {k: v for k, v in estimate.items() if k != "text"}
     state.data.pop("stopped", None)
     retriever = build_retriever(run, any(method_entry(m).program.uses_retrieval for m in (*methods, rule.simplest)))
+    for method in methods:  # an objective a candidate's study cannot move is refused before the race, not mid-fit
+        probe = build_program(method, run, retriever if method_entry(method).program.uses_retrieval else None, roles)
+        refuse_unreadable_objective(settings.objective, probe, tune_modes(probe, settings.modes))
     chosen_before = state.done("validate")
     if chosen_before is not None and chosen_before.get("rule") != rule.to_dict():  # a rule given on resume applies
         then = SelectionRule(**{k: v for k, v in chosen_before.get("rule", {}).items() if k != "text"})

@@ -69,8 +69,36 @@ def reflection_lm(spec: str | None, run: RunConfig):
     return build_lm(spec, **{**lm_build_kwargs(run), "max_tokens": max(run.lms.max_tokens, 1024)})
 
 
+# the search space's reader settings: how the readings are mixed, whether to read at all; none moves a passage's pull
+READER_PARAMS = ("mix", "mix_temperature", "prior_weight", "retrieve_below")
+
+
+def refuse_unreadable_objective(objective: str, program, modes: list[str]) -> None:
+    """`pull` is each retrieved passage's own effect on the reader: a study can maximise it only when its program
+    reads passages one at a time and its search space changes which passages are read."""
+    if objective != "pull":
+        return
+    name = getattr(program, "method", type(program).__name__)
+    if not getattr(program, "uses_retrieval", True):
+        raise ConfigError(f"--objective pull scores each retrieved passage's pull on the reader: {name} retrieves "
+                          "nothing, so there is no passage to score; choose a method that retrieves")
+    if program.config.answer_mode != "per-passage":
+        raise ConfigError("--objective pull scores the passages read one at a time: give --answer per-passage "
+                          f"({name} answers {program.config.answer_mode})")
+    params = list(program.config.trial_params(modes[0], modes))
+    moving = [p for p in params if p not in READER_PARAMS and not (p == "mode" and len(modes) < 2)]
+    if not moving:
+        raise ConfigError(f"--objective pull: {name}'s search space here ({', '.join(params)}) cannot move a "
+                          "passage's pull, which depends on which passages are read, not on how their readings are "
+                          "mixed; give --modes with two or more retriever modes the index holds, or another "
+                          "--objective")
+
+
 def tune_modes(program, requested: str | None) -> list[str]:
-    """The retriever modes a study may pick: those the index holds, narrowed by `requested` ("bm25,dense")."""
+    """The retriever modes a study may pick: those the index holds, narrowed by `requested` ("bm25,dense"); a
+    program that retrieves nothing has none to pick."""
+    if not getattr(program, "uses_retrieval", True) or getattr(program, "retriever", None) is None:
+        return [getattr(program, "mode", None) or "bm25"]
     available = [m for m in ("bm25", "dense", "hybrid") if mode_available(program.retriever, m)]
     modes = [m for m in (requested.split(",") if requested else available) if m in available]
     if not modes:

@@ -79,7 +79,7 @@ def check_program_value(key: str, value: Any, origin: str) -> Any:
     """A program setting checked once, by the field of the config that declares it (its type, choices and rule),
     naming where the value came from: a value no method of the run has is caught as early as one it has."""
     owner, spec = program_field(key)
-    return check_value(spec, typing.get_type_hints(owner)[key], value, where(origin, key))
+    return check_value(spec, typing.get_type_hints(owner)[key], value, where(origin, key, spec.metadata.get("flag")))
 
 
 def method_choices(methods: Any, program_settings: dict[str, Any]) -> tuple[MethodChoice, ...]:

@@ -8,10 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hyporag.eval.dspy_metrics import objective_metric, refuse_unreadable_objective
+from hyporag.eval.dspy_metrics import objective_metric
 from hyporag.jobs.builders import artifact_config
 from hyporag.jobs.evaluate import as_roles
-from hyporag.jobs.optimizing import base_program, make_metric_for, optimizer_splits, tune_modes
+from hyporag.jobs.optimizing import (
+    base_program,
+    make_metric_for,
+    optimizer_splits,
+    refuse_unreadable_objective,
+    tune_modes,
+)
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import TuneSettings
 from hyporag.jobs.tracking import flat_params, tracked_job
@@ -63,12 +69,12 @@ def _tune(settings: TuneSettings, run: RunConfig, roles, program, examples) -> T
     if run.control.program:  # a frozen start point brings its own settings (protocol included) for the LMs too
         run = artifact_config(run)
     roles = as_roles(roles, run)
-    study = open_study(settings.study, settings.storage, run.data.seed, STUDIES, heartbeat=settings.heartbeat)
     _, val, split = optimizer_splits(settings, run, examples)
     metric = objective_metric(settings.objective, make_metric_for(settings.metric, roles))
     probe = base_program(settings.method, run, roles, program)
-    refuse_unreadable_objective(settings.objective, probe.config.answer_mode)
     modes = tune_modes(probe, settings.modes)
+    refuse_unreadable_objective(settings.objective, probe, modes)  # before the study exists: nothing left behind
+    study = open_study(settings.study, settings.storage, run.data.seed, STUDIES, heartbeat=settings.heartbeat)
     check_study_identity(study, study_identity(probe.method, settings.objective, settings.metric, val,
                                                probe.config.to_dict(), modes, roles.specs()),
                          study_location(study, settings.storage))

@@ -123,3 +123,16 @@ def test_a_read_only_out_is_one_line_before_any_call(tmp_path, read_only_dir, se
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0, err
     assert f"{read_only_dir / 'run'}: cannot write here" in err and server.requests == 0
+
+
+def test_a_refused_setting_names_the_flag_a_user_types_and_infinity_is_no_number(capsys):
+    from hyporag.foundation.errors import ConfigError
+    from hyporag.programs.config import ProgramConfig
+
+    with pytest.raises(ConfigError, match=r"^--answer: must be one of joint, per-passage"):
+        ProgramConfig.from_dict({"answer_mode": "both"}, source="command line")  # not the --answer-mode no one has
+    with pytest.raises(ConfigError, match="has no setting 'lam'"):
+        ProgramConfig().replace(lam=2.0)  # refused, never dropped
+    assert main(["eval", "--dataset", "x.jsonl", "--methods", "rag", "--answer", "per-passage", "--mix-temperature",
+                 "inf", "--lm", "openai/m"]) == 2
+    assert "--mix-temperature: must be a finite number, got inf" in capsys.readouterr().err

@@ -168,3 +168,36 @@ def test_the_pruner_compares_accuracy_without_its_tie_break(monkeypatch, tiny_qu
     assert finals[0] > finals[1] and abs(finals[0] - finals[1]) < 1e-3
     # under log-p-gold the belief is the objective itself, so the pruner sees it
     assert objective_metric("log-p-gold", accuracy).tie_break(-0.5) == 0.0
+
+
+def test_the_pull_objective_is_refused_where_the_search_cannot_move_a_pull(tiny_retriever, tiny_corpus_dir,
+                                                                             tmp_path):
+    """A pull is a passage's own effect on the reader: mixing rules cannot move it, and cot reads no passage. Refused
+    in one line before the study exists; a search over retriever modes may go on."""
+    import hyporag
+    from hyporag.foundation.errors import ConfigError
+    from hyporag.jobs.optimizing import refuse_unreadable_objective
+    from hyporag.jobs.run_config import RunConfig
+    from hyporag.jobs.settings import TuneSettings
+    from tests.conftest import QUESTIONS
+
+    examples = [{**q, "id": f"{q['id']}-{n}"} for n in range(2) for q in QUESTIONS]
+
+    def tune(method: str, modes: str | None = None):
+        run = RunConfig(corpus=str(tiny_corpus_dir), index_dir=str(tiny_retriever.directory),
+                        program_settings={"budget": 2, "answer_mode": "per-passage"})
+        settings = TuneSettings(method=method, study="s", storage=str(tmp_path / "s.journal"), trials=1,
+                                objective="pull", modes=modes)
+        return hyporag.tune(settings, run, roles=dummy_roles(REPLIES), examples=examples)
+
+    with pytest.raises(ConfigError, match=r"rag's search space here \(mode, mix, mix_temperature, prior_weight\) "
+                                          "cannot move a passage's pull"):
+        tune("rag", modes="bm25")
+    with pytest.raises(ConfigError, match="cot retrieves nothing, so there is no passage to score"):
+        tune("cot")
+    assert not (tmp_path / "s.journal").exists()
+    assert tune("rag", modes="bm25,dense").trials == 1  # two modes: which passages are read can change
+    probe = make_program("chr", retriever=tiny_retriever, roles=dummy_roles(REPLIES), config=CHR2)
+    with pytest.raises(ConfigError, match=r"give --answer per-passage \(chr answers joint\)"):
+        refuse_unreadable_objective("pull", probe, ["bm25"])
+    refuse_unreadable_objective("accuracy", probe, ["bm25"])
