@@ -1,7 +1,8 @@
 """What the author of a method needs to test it, as DSPy's `dspy.utils.dummies` is for DSPy: a DummyLM in every
 role, a tiny corpus and its index, a few questions, and `check_method`, the contract every method of hyporag keeps
-(one answer call under the answer role, at most its budget of distinct passages, a result row every reader can
-read, its config's round trip). hyporag's own tests use these same ones.
+(its answer calls under the answer role as its reader settings say: one joint answer, or the closed-book answer and
+one reading per passage; at most its budget of distinct passages; a result row every reader can read; its config's
+round trip). hyporag's own tests use these same ones.
 
     from hyporag.testing import check_method, tiny_retriever
     check_method("title-first", [{"answer": "B"}], tiny_retriever(tmp_path))
@@ -81,6 +82,22 @@ def tiny_questions() -> list[dspy.Example]:
     return examples_from_python(QUESTIONS).examples
 
 
+def answer_calls_expected(program: Any, row: dict[str, Any]) -> tuple[int, str]:
+    """The answer calls a question costs under the program's reader settings, and why: one joint answer; per passage,
+    the closed-book answer and one reading per passage; closed-book first, that answer alone when the reader was
+    sure, else it and what the answer step then makes (the closed-book reading is shared with per-passage)."""
+    config = program.config
+    readings = len(row.get("passage_readings") or [])
+    if program.uses_retrieval and config.retrieve_below is not None and row.get("retrieved") is False:
+        return 1, "answering closed-book first, a sure reader makes exactly one (it retrieved nothing)"
+    if program.uses_retrieval and config.answer_mode == "per-passage" and row.get("passage_ids"):
+        return 1 + readings, (f"per passage it makes the closed-book answer and one reading per passage "
+                              f"({1 + readings})")
+    if program.uses_retrieval and config.retrieve_below is not None:
+        return 2, "answering closed-book first, a reader unsure of it makes that answer and the joint one (2)"
+    return 1, "it makes exactly one"
+
+
 def check_method(method: str, replies: Sequence[dict] | dict, retriever=None, budget: int = 2,
                  **settings: Any) -> dict[str, Any]:
     """Run `method` (a registered name) on the first tiny question with `replies` and check the contract every
@@ -97,7 +114,8 @@ def check_method(method: str, replies: Sequence[dict] | dict, retriever=None, bu
     ResultRow.check(row)
     assert row_problem(json.loads(json.dumps(row))) is None, f"{method}: {row_problem(row)}"
     answer_calls = (row["cost_by_role"].get("answer") or {}).get("calls")
-    assert answer_calls == 1, f"{method}: the answer step made {answer_calls} calls; it makes exactly one"
+    expected, how = answer_calls_expected(program, row)
+    assert answer_calls == expected, f"{method}: the answer step made {answer_calls} calls; {how}"
     assert row["answer"] in QUESTIONS[0]["options"], f"{method}: answered {row['answer']!r}, not an option letter"
     ids = row["passage_ids"]
     assert len(ids) <= budget and len(set(ids)) == len(ids), f"{method}: {len(ids)} passages for a budget of {budget}"

@@ -13,7 +13,7 @@ import hyporag
 from hyporag.foundation.errors import ConfigError
 from hyporag.jobs.run_config import RunConfig
 from hyporag.programs.registry import METHODS
-from tests.conftest import PASSAGES, QUESTIONS, dummy_roles, write_jsonl
+from tests.conftest import CONTRAST, PASSAGES, QUESTIONS, dummy_roles, write_jsonl
 
 PLUGIN = '''
 from dataclasses import dataclass
@@ -137,3 +137,20 @@ def test_the_shipped_contract_check_passes_an_outside_method_and_catches_a_broke
             check_method("greedy", [{"answer": "B"}], retriever)
     finally:
         METHODS.pop("greedy", None)
+
+
+@pytest.mark.parametrize(("settings", "answer_calls"), [({}, 1), ({"answer_mode": "per-passage"}, 3),
+                                                        ({"retrieve_below": 0.9}, 2),
+                                                        ({"answer_mode": "per-passage", "retrieve_below": 0.9}, 3)])
+def test_the_contract_check_passes_the_builtin_methods_under_every_reader_setting(tmp_path, settings, answer_calls):
+    """The documented reader settings change how many answer calls a question makes; the check knows them (DummyLM
+    gives no option probabilities, so a closed-book-first reader always retrieves)."""
+    from hyporag.testing import check_method, tiny_retriever
+    from tests.programs.test_programs import HYPOTHESIS, QUERIES
+
+    retriever = tiny_retriever(tmp_path)
+    replies = {"[[ ## likely_option ## ]]": HYPOTHESIS, "[[ ## support_query ## ]]": QUERIES,
+               "[[ ## target_hypothesis ## ]]": CONTRAST, "[[ ## answer ## ]]": {"answer": "B"}}
+    for method in ("rag", "hcqr", "chr"):
+        row = check_method(method, replies, retriever, **settings)
+        assert row["cost_by_role"]["answer"]["calls"] == answer_calls, method
