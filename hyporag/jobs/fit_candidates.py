@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hyporag.eval.results_store import read_results
-from hyporag.foundation.errors import ConfigError, HyporagError
+from hyporag.foundation.errors import BackendError, ConfigError, HyporagError
 from hyporag.jobs.builders import build_program, build_retriever
 from hyporag.jobs.evaluate import as_roles, run_evaluation, run_record
 from hyporag.jobs.fit_plan import Deadline, FitPlan, FitResult, FitState, fit_questions, run_stage
@@ -142,14 +142,10 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
                                                      retriever, rule.alpha, run.control.threads, simplest),
                                               "capped": capped, "not_tuned_too_few": blind is not None},
                       _log, STAGES, deadline)
-    survivors = raced["survivors"]
-    for method in survivors:
-        if state.done("candidates") is None:
-            deadline.check(f"candidate {method}")
-            _log(f"fit: candidate {method} ({survivors.index(method) + 1} of {len(survivors)} left after the race)")
-            fit_one(settings.replace(method=method, methods=(), out=str(out / "candidates" / method)), run, roles,
-                    through="freeze", deadline=deadline)
-    run_stage(state, "candidates", lambda: _candidates_record(out, survivors), _log, STAGES)
+    failed = {} if state.done("candidates") else fit_each(raced["survivors"], simplest, settings, run, roles, fit_one,
+                                                          deadline, out)
+    cost = run_stage(state, "candidates", lambda: _candidates_record(out, raced["survivors"], failed), _log, STAGES)
+    survivors = [m for m in raced["survivors"] if m not in (cost.get("failed") or {})]
     val, heldout = parts["val"], parts["heldout"]
 
     def frozen(method: str):
@@ -185,7 +181,7 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
         return {"summary": f"held-out {len(heldout)}: " + ", ".join(
             f"{m} {sum(r['correct'] for r in rows if r['method'] == m) / len(heldout):.3f}" for m in names),
                 "accuracy": {m: sum(r["correct"] for r in rows if r["method"] == m) / len(heldout) for m in names},
-                "confirmation": confirmation(rows, chosen, rule.simplest, run.data.seed)}
+                "confirmation": confirmation(rows, chosen, rule.simplest, run.data.seed, alone=len(survivors) == 1)}
 
     run_stage(state, "evaluate", confirm_on_heldout, _log, STAGES, deadline)
 
@@ -205,11 +201,33 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
     return FitResult(out, state.data)
 
 
-def _candidates_record(out: Path, methods: list[str]) -> dict:
-    """Each candidate's stages (seconds and LM calls), read from its own fit.json: the cost split."""
+def fit_each(methods: list[str], simplest: str, settings: FitSettings, run: RunConfig, roles, fit_one: Callable,
+             deadline: Deadline, out: Path) -> dict[str, str]:
+    """Each candidate's own fit through freeze; the candidates whose fit failed, with why. One candidate's failure
+    (every trial errored) costs the fit that candidate, not the others' work."""
+    failed: dict[str, str] = {}
+    for number, method in enumerate(methods, start=1):
+        deadline.check(f"candidate {method}")
+        _log(f"fit: candidate {method} ({number} of {len(methods)} left after the race)")
+        try:
+            fit_one(settings.replace(method=method, methods=(), out=str(out / "candidates" / method)), run, roles,
+                    through="freeze", deadline=deadline)
+        except HyporagError as exc:
+            if method == simplest or isinstance(exc, (ConfigError, BackendError)):
+                raise  # the pick is measured against the simplest; a setting or a dead backend fails every one
+            failed[method] = str(exc).splitlines()[0][:300]
+            _log(f"fit: candidate {method} dropped: its fit failed ({failed[method]}); the fit goes on without it")
+    return failed
+
+
+def _candidates_record(out: Path, methods: list[str], failed: dict[str, str]) -> dict:
+    """Each candidate's stages (seconds and LM calls), read from its own fit.json: the cost split; and the
+    candidates whose fit failed, with why (they are not validated, chosen or frozen)."""
     cost = {}
     for method in methods:
         stages = json.loads((out / "candidates" / method / "fit.json").read_text(encoding="utf-8"))["stages"]
         cost[method] = {name: {"seconds": s.get("seconds", 0), "lm_calls": s.get("lm_calls", 0)}
                         for name, s in stages.items()}
-    return {"summary": f"{len(methods)} tuned and frozen", "cost": cost}
+    done = len(methods) - len(failed)
+    return {"summary": f"{done} tuned and frozen" + "".join(f"; {m} failed ({why})" for m, why in failed.items()),
+            "cost": cost, "failed": failed}

@@ -33,10 +33,29 @@ def pairs_of(methods: list[str]) -> list[tuple[str, str]]:
     return list(combinations(methods, 2))
 
 
+ERRORED_AFTER = 3  # a candidate whose first answers all errored is dropped: it cannot be compared, tuned or shipped
+
+
+def errored_out(rows: list[dict], methods: list[str], order: list[str], keep: str | None = None) -> dict[str, dict]:
+    """Each candidate (but `keep`) that has answered at least ERRORED_AFTER questions and errored on every one: where
+    it was dropped (its last question in the race's order) and its first error."""
+    position = {q: i for i, q in enumerate(order, start=1)}
+    out: dict[str, dict] = {}
+    for method in methods:
+        mine = [r for r in rows if r["method"] == method]
+        if method != keep and len(mine) >= ERRORED_AFTER and all(r.get("error") for r in mine):
+            first = min(mine, key=lambda r: position.get(r["question_id"], len(position) + 1))
+            out[method] = {"question": max(position.get(r["question_id"], 0) for r in mine), "by": "errors",
+                           "behind": None, "error": first["error"]}
+    return out
+
+
 def drops_in(rows: list[dict], methods: list[str], order: list[str], alpha: float,
              keep: str | None = None) -> dict[str, dict]:
     """Each candidate (but `keep`) that some other candidate is surely better than, on the rows so far: where (the
-    question in the race's order), by which measure, behind which candidate."""
+    question in the race's order), by which measure, behind which candidate; and each that errored on every question
+    it was asked (errored rows are in no comparison, so such a candidate would never be dropped by one)."""
+    errored = errored_out(rows, methods, order, keep)
     grouped = by_method([r for r in rows if not r.get("error")])
     family = pairs_of(methods)  # the whole starting field: the alpha split does not change as candidates drop
     result = compare_sequences({f"{a}|{b}": (grouped.get(a, {}), grouped.get(b, {})) for a, b in family}, order,
@@ -50,10 +69,10 @@ def drops_in(rows: list[dict], methods: list[str], order: list[str], alpha: floa
         if loser == keep:
             continue
         earlier = dropped.get(loser)
-        if earlier is None or comparison["decided_at"] < earlier["question"]:
+        if loser not in errored and (earlier is None or comparison["decided_at"] < earlier["question"]):
             dropped[loser] = {"question": comparison["decided_at"], "by": comparison["by"], "behind": winner,
                               "alpha_each": result["alpha_each"]}
-    return dropped
+    return {**dropped, **errored}
 
 
 def race(methods: list[str], questions: list, out: Path, run, roles, retriever, alpha: float = ALPHA,
@@ -84,7 +103,9 @@ def race(methods: list[str], questions: list, out: Path, run, roles, retriever, 
     calls = {m: sum(r.calls for r in typed if r.method == m) for m in methods}
     survivors = [m for m in methods if m not in dropped]
     return {"summary": f"{len(survivors)} of {len(methods)} go on ({', '.join(survivors)})"
-                       + "".join(f"; {m} dropped at question {d['question']} behind {d['behind']} ({d['by']})"
+                       + "".join(f"; {m} dropped at question {d['question']} " + (
+                           f"behind {d['behind']} ({d['by']})" if d["behind"] else f"(every answer errored: "
+                                                                                  f"{d['error']})")
                                  for m, d in dropped.items()),
             "survivors": survivors, "dropped": dropped, "questions": answered, "calls": calls,
             "alpha": alpha, "pairs": len(pairs_of(methods)), "race_questions": len(questions)}

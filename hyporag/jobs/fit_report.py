@@ -56,12 +56,13 @@ def write_fit_report(out: Path, state: FitState) -> dict:
     return {"summary": f"report.md (tuned {tuned.accuracy:.3f})" if tuned else "report.md"}
 
 
-def confirmation(rows: list[dict], chosen: str, simplest: str, seed: int) -> dict:
+def confirmation(rows: list[dict], chosen: str, simplest: str, seed: int, alone: bool = False) -> dict:
     """Whether held-out agrees with the choice: the chosen program against the simplest (rag), paired (accuracy and
-    log p(gold))."""
+    log p(gold)). `alone`: the simplest was the only candidate validated (the others were not raced or failed)."""
     if chosen == simplest:
-        return {"confirms": None, "text": f"{simplest} was kept (no candidate beat it beyond chance on validation); "
-                                          "held-out shows how it compares with cot and the runner-up"}
+        why = ("no other candidate was validated" if alone else "no candidate beat it beyond chance on validation")
+        return {"confirms": None, "text": f"{simplest} was kept ({why}); held-out shows how it compares with cot"
+                                          + ("" if alone else " and the runner-up")}
     paired = paired_measures(rows, simplest, seed).get(chosen) or {}
     accuracy, lead = paired.get("accuracy") or {}, paired.get(LEAD) or {}
     confirms = (accuracy.get("mean") or 0) >= 0 and (lead.get("mean") or 0) > 0
@@ -95,9 +96,26 @@ def heldout_lines(accuracy: dict[str, float], paired: dict[str, dict], chosen: s
     return lines
 
 
+def _path(method: str, raced: dict, stages: dict) -> str:
+    """Where a candidate's path through the fit ended, as the report's table says it."""
+    dropped = raced["dropped"].get(method)
+    failed = ((stages.get("candidates") or {}).get("failed") or {}).get(method)
+    if dropped and dropped.get("behind"):
+        return f"race, question {dropped['question']}, behind {dropped['behind']} ({dropped['by']})"
+    if dropped:
+        return f"race, question {dropped['question']}: every answer errored ({dropped.get('error')})"
+    if method in (raced.get("capped") or []):
+        return "not raced: over the LM-call cap"
+    if method not in raced["survivors"]:
+        return "not raced or tuned: the validation split is too small for it to be chosen"
+    if failed:
+        return f"its tuning failed ({failed}); not validated"
+    return "went on to tuning"
+
+
 def race_lines(raced: dict | None, methods: list[str], stages: dict) -> list[str]:
     """Each candidate's path through the fit: the questions and LM calls of its untuned program in the race, and
-    the stage it stopped at (dropped at question q behind another, or chosen / kept after validation)."""
+    the stage it stopped at (dropped at question q behind another or for errors, not raced, or tuned)."""
     if not raced:
         return []
     tuned = (stages.get("candidates") or {}).get("cost") or {}
@@ -107,20 +125,33 @@ def race_lines(raced: dict | None, methods: list[str], stages: dict) -> list[str
              "| candidate | race questions | race LM calls | stopped at | tune + compile LM calls |",
              "|---|---:|---:|---|---:|"]
     for method in methods:
-        dropped = raced["dropped"].get(method)
-        where = (f"race, question {dropped['question']}, behind {dropped['behind']} ({dropped['by']})" if dropped
-                 else "went on to tuning")
+        where = _path(method, raced, stages)
         spent = sum(c.get("lm_calls", 0) for c in (tuned.get(method) or {}).values())
         lines.append(f"| {method} | {raced['questions'].get(method, 0)} | {raced['calls'].get(method, 0)} | {where} | "
                      f"{spent if method in tuned else '–'} |")
     return lines
 
 
+def too_small_lines(stages: dict) -> list[str]:
+    """What a validation split too small for the rule meant for this fit, said before its tables."""
+    raced = stages.get("race") or {}
+    if not raced.get("not_tuned_too_few"):
+        return []
+    kept = (stages.get("validate") or {}).get("simplest") or raced["survivors"][0]
+    return [f"**Validation split too small**: on its questions no candidate could have been shown better than "
+            f"{kept} (fit's plan said so before any call), so only {kept} was tuned; the other candidates were not "
+            "raced, tuned or validated, and nothing here compares them.", ""]
+
+
 def write_candidates_report(out: Path, state: FitState, methods: list[str]) -> dict:
     stages = state.data["stages"]
     selection, heldout = stages["validate"], stages["evaluate"]
+    plan = state.data["plan"]
     lines = [f"# hyporag fit: {', '.join(methods)} on {state.plan.dataset}", "",
-             f"Rule: {selection['rule']['text']}.", "", *race_lines(stages.get("race"), methods, stages), "",
+             f"Each candidate's study maximised `{plan.get('objective', 'accuracy')}` over {plan.get('trials')} "
+             f"trial(s); prompts: {plan.get('optimizer') or 'none'}; metric `{plan.get('metric', 'accuracy')}`.", "",
+             f"Rule: {selection['rule']['text']}.", "", *too_small_lines(stages), *race_lines(stages.get("race"),
+                                                                                               methods, stages), "",
              "| candidate | validation accuracy | log p(gold) | LM calls/q | verdict |", "|---|---:|---:|---:|---|"]
     for method in selection["ranking"]:
         s = selection["scores"][method]

@@ -218,6 +218,58 @@ def test_a_validation_split_too_small_for_the_rule_is_said_in_the_plan(tmp_path,
     assert not (tmp_path / "fit" / "candidates" / "chr").exists()  # it could not have been chosen: not paid for
     assert "a dev set of at least 44 questions" in err and "--splits" not in err  # 11 of 14 is past a 60% share
     assert err.index("can only keep rag") < err.index("fit: candidate rag")  # said before anything is tuned
+    report = (tmp_path / "fit" / "report.md").read_text()  # says what the plan said: chr was never in the running
+    assert "**Validation split too small**" in report and "maximised `accuracy`" in report
+    assert "| chr | 0 | 0 | not raced or tuned: the validation split is too small" in report
+    assert "went on to tuning" not in report.split("| chr |")[1].splitlines()[0]
+    assert "no candidate beat it beyond chance" not in report and "rag was kept (no other candidate was validated)" \
+        in report
     from hyporag.jobs.fit_candidates import too_few_hint  # on 30 questions a larger validation share would do
 
     assert too_few_hint(rule, settings.splits, 30).startswith("Give --splits 0.42,0.37,0.21, or a dev set")
+
+
+class Broken(MCQProgram):
+    """A candidate that errors on every question (a bug in a user's method)."""
+
+    method = "broken"
+
+    def retrieve(self, question, options, meter, trace):
+        raise RuntimeError("index shard 3 is missing")
+
+
+def test_a_candidate_that_errors_on_every_question_is_dropped_and_the_fit_completes(tmp_path, capsys):
+    hyporag.register_method("broken", Broken)
+    try:
+        settings, run = project(tmp_path, 80, methods=("rag", "chr", "broken"))
+        result = fit(settings, run, LMRoles.from_lms(SharedDummyLM(replies())))
+    finally:
+        METHODS.pop("broken", None)
+    raced = result.state["stages"]["race"]
+    assert raced["dropped"]["broken"]["by"] == "errors" and "index shard 3 is missing" in \
+        raced["dropped"]["broken"]["error"]
+    assert raced["questions"]["broken"] == 3 and raced["survivors"] == ["rag", "chr"]  # asked no further
+    assert not (tmp_path / "fit" / "candidates" / "broken").exists()
+    assert (result.artifact / "manifest.json").is_file() and result.state["stages"]["report"]
+    report = (result.out / "report.md").read_text()
+    assert "| broken | 3 | 0 | race, question 3: every answer errored (RuntimeError: index shard 3 is missing)" \
+        in report
+
+
+def test_a_candidate_whose_tuning_fails_is_dropped_with_its_reason(tmp_path, monkeypatch, capsys):
+    """Past the race (here the race is told not to drop for errors), a candidate whose every trial errors fails its
+    own fit; the fit records why and completes with the others, instead of dying after tuning them."""
+    from hyporag.jobs import fit_race
+
+    monkeypatch.setattr(fit_race, "ERRORED_AFTER", 10**6)
+    hyporag.register_method("broken", Broken)
+    try:
+        settings, run = project(tmp_path, 80, methods=("rag", "broken"))
+        result = fit(settings, run, LMRoles.from_lms(SharedDummyLM(replies())))
+    finally:
+        METHODS.pop("broken", None)
+    failed = result.state["stages"]["candidates"]["failed"]
+    assert "no finished trial" in failed["broken"] and result.state["stages"]["validate"]["chosen"] == "rag"
+    assert "fit: candidate broken dropped: its fit failed" in capsys.readouterr().err
+    assert "| broken |" in (result.out / "report.md").read_text() and "its tuning failed" in \
+        (result.out / "report.md").read_text()
