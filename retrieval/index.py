@@ -39,7 +39,7 @@ from hyporag.retrieval.embedder import DEFAULT_EMBEDDER
 from hyporag.retrieval.encoders import encoder_spec
 from hyporag.retrieval.estimate import available_ram, estimate, refuse_if_too_big
 from hyporag.retrieval.index_files import record_files, verify_files
-from hyporag.retrieval.passage_split import MAX_PASSAGE_CHARS, SplitReport, split_long_passages
+from hyporag.retrieval.passage_split import MAX_PASSAGE_CHARS, MIN_PASSAGE_CHARS, SplitReport, split_long_passages
 from hyporag.retrieval.retriever import Retriever
 from hyporag.retrieval.store import PassageStore
 from hyporag.retrieval.vectors_in import check_made_for
@@ -103,6 +103,10 @@ def build_index(corpus: Corpus, directory: Path | None = None, retriever: str = 
     log = log or _to_stderr  # estimates and timings are diagnostics: never mixed into a caller's stdout
     if bm25_search not in SEARCHES:
         raise ConfigError(f"unknown BM25 search {bm25_search!r}: use one of {', '.join(SEARCHES)}")
+    if isinstance(max_passage_chars, bool) or not isinstance(max_passage_chars, int) \
+            or max_passage_chars < MIN_PASSAGE_CHARS:
+        raise ConfigError(f"max_passage_chars must be a whole number of at least {MIN_PASSAGE_CHARS} characters, got "
+                          f"{max_passage_chars!r}")
     if bm25_search == "two-stage" and bm25_engine == "tantivy":
         raise ConfigError("--bm25-search two-stage rescores from bm25s's arrays; build with --bm25-engine bm25s")
     directory = Path(directory) if directory else default_index_dir(corpus)

@@ -16,6 +16,7 @@ from hyporag.foundation.errors import DataError
 from hyporag.retrieval.corpus import Passage
 
 MAX_PASSAGE_CHARS = 1800
+MIN_PASSAGE_CHARS = 64  # below this a part holds no sentence worth retrieving (and a title takes up to a quarter)
 CHARS_PER_TOKEN = 4  # a report's estimate only; the context check counts with the answer model's tokenizer
 
 
@@ -41,6 +42,8 @@ class SplitReport:
 
 def _chunks(text: str, room: int) -> list[str]:
     """`text` in pieces of at most `room` characters, cut at the last whitespace before the limit when there is one."""
+    if room < 1:
+        raise ValueError(f"a passage part must hold at least one character, got room for {room}")
     pieces, rest = [], text.strip()
     while len(rest) > room:
         cut = rest.rfind(" ", room // 2, room + 1)

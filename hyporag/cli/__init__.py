@@ -43,7 +43,7 @@ COMMANDS = {"list": data_command.run, "build": index_command.run, "ask": ask_com
             "fit": fit_command.run, "reproduce": reproduce_command.run, "demo": demo_command.run,
             "view": view_command.run, "merge": merge_command.run, "embed": embed_command.run,
             **dict.fromkeys(("faiss-train", "faiss-add", "faiss-merge"), index_command.run_sharded_faiss)}
-NEEDS_CONFIG = {"list", "build", "ask", "report", "demo"}  # the others build their own typed settings
+NEEDS_CONFIG = {"list", "report", "demo"}  # the others build their own typed settings
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,16 +6,13 @@ import argparse
 import time
 from pathlib import Path
 
-from hyporag.cli.common import add_data_args
+from hyporag.cli.common import add_data_args, add_settings, load_settings
 from hyporag.eval.shards import Shard
 from hyporag.foundation.errors import HyporagError
-from hyporag.jobs.run_config import RunConfig
-from hyporag.retrieval import build_index, load_corpus
-from hyporag.retrieval.bm25 import SEARCHES as BM25_SEARCHES
-from hyporag.retrieval.bm25_engines import CHOICES as BM25_CHOICES
+from hyporag.jobs.index import index_corpus
+from hyporag.jobs.run_groups import DataSettings, IndexSettings
+from hyporag.jobs.settings import IndexBuildSettings
 from hyporag.retrieval.bm25_engines import TANTIVY_FROM
-from hyporag.retrieval.dense import FAISS_KINDS
-from hyporag.retrieval.embedder import DEFAULT_EMBEDDER
 from hyporag.retrieval.faiss_shards import add_shard, merge_into_index, train
 
 
@@ -24,28 +21,19 @@ def add_parser(sub) -> None:
     index_sub = index.add_subparsers(dest="index_command", required=True)
     build = index_sub.add_parser("build", help="build (or resume building) an index")
     add_data_args(build)
-    build.add_argument("--corpus", default="medcorp-local")
-    build.add_argument("--retriever", dest="build_retriever", choices=("bm25", "dense", "both"),
-                       help="default bm25 (both with --vectors)")
-    build.add_argument("--index-dir")
-    build.add_argument("--embedder", help="dense encoder: minilm (default), medcpt, bge-large, e5-large-v2, any "
-                       "sentence-transformers name or path, or a JSON file of encoder-spec fields")
-    build.add_argument("--faiss", default="flat", choices=FAISS_KINDS, help="flat (exact), hnsw, ivf, ivfpq (d/4 "
-                       "bytes a vector, memory-mapped), opq-ivfpq (rotated first)")
-    build.add_argument("--max-seq-length", type=int, help="truncate passages for the embedder (MiniLM default 256)")
-    build.add_argument("--max-passage-chars", type=int, help="split longer passages at whitespace into <id>#n "
-                       "(default 1800)")
-    build.add_argument("--vectors", help="precomputed passage vectors (a folder of .npy shards with their ids, or "
-                       "MedRAG's index/<encoder>/embedding folder) to use instead of embedding; give the --embedder "
-                       "that made them")
-    build.add_argument("--bm25-engine", choices=BM25_CHOICES, help="BM25 engine: bm25s (exact scores over every "
-                       "passage), tantivy (block-max WAND), or auto (default: tantivy from "
-                       f"{TANTIVY_FROM:,} passages on, where bm25s's arrays would outgrow half of this machine's "
-                       "RAM; bm25s below)")
-    build.add_argument("--bm25-search", choices=BM25_SEARCHES, help="two-stage also writes the forward index the "
-                       "two-stage search rescores from (as large as the BM25 part; exact, the default, needs none)")
-    build.add_argument("--force", action="store_true", help="replace an index of another corpus in --index-dir, or "
-                       "a BM25 part another engine built")
+    add_settings(build, DataSettings, only=("corpus",), helps={"corpus": "corpus name or JSONL path/dir (default "
+                                                                        "medcorp-local)"})
+    add_settings(build, IndexSettings, only=("index_dir", "embedder", "faiss", "bm25_engine", "bm25_search"),
+                 helps={"embedder": "dense encoder: minilm (default), medcpt, bge-large, e5-large-v2, any "
+                                    "sentence-transformers name or path, or a JSON file of encoder-spec fields",
+                        "faiss": "flat (exact, default), hnsw, ivf, ivfpq (d/4 bytes a vector, memory-mapped), "
+                                 "opq-ivfpq (rotated first)",
+                        "bm25_engine": "BM25 engine: bm25s (exact scores over every passage), tantivy (block-max "
+                                       f"WAND), or auto (default: tantivy from {TANTIVY_FROM:,} passages on, where "
+                                       "bm25s's arrays would outgrow half of this machine's RAM; bm25s below)",
+                        "bm25_search": "two-stage also writes the forward index the two-stage search rescores from "
+                                       "(as large as the BM25 part; exact, the default, needs none)"})
+    add_settings(build, IndexBuildSettings)
     for name, what in (("faiss-train", "train an IVF kind once on the seeded sample (the first step of a sharded "
                         "build)"), ("faiss-add", "add shard I/N of the vectors to the trained index (any machine "
                                     "holding the index directory)"),
@@ -77,18 +65,8 @@ def run_sharded_faiss(args: argparse.Namespace) -> int:
     return 0
 
 
-def run(args: argparse.Namespace, config: RunConfig) -> int:
-    corpus = load_corpus(config.data.corpus or "medcorp-local", config.data.data_dir)
-    started = time.perf_counter()
-    retriever = args.build_retriever or ("both" if args.vectors else "bm25")
-    if args.vectors and retriever == "bm25":
-        raise HyporagError("index build: --vectors are dense vectors; use --retriever dense or both")
-    where_to = Path(config.index.index_dir) if config.index.index_dir else None
-    directory = build_index(corpus, where_to, retriever=retriever,
-                            embedder_name=config.index.embedder or DEFAULT_EMBEDDER, faiss_kind=config.index.faiss,
-                            max_seq_length=args.max_seq_length, force=args.force,
-                            vectors=Path(args.vectors) if args.vectors else None, bm25_engine=config.index.bm25_engine,
-                            bm25_search=config.index.bm25_search or "exact",
-                            **({"max_passage_chars": args.max_passage_chars} if args.max_passage_chars else {}))
-    print(f"index ready at {directory} ({time.perf_counter() - started:.1f} s)")
+def run(args: argparse.Namespace) -> int:
+    config, settings = load_settings(args, IndexBuildSettings)
+    result = index_corpus(settings, config)
+    print(f"index ready at {result.directory} ({result.seconds:.1f} s)")
     return 0

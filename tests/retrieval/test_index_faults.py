@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hyporag.cli import main
-from hyporag.foundation.errors import IndexMismatchError
+from hyporag.foundation.errors import ConfigError, IndexMismatchError
 from hyporag.retrieval import build_index, load_corpus, open_index
 from hyporag.retrieval.bm25 import BM25Index
 from hyporag.retrieval.index import _save, read_manifest
@@ -101,3 +101,36 @@ def test_an_index_whose_bm25_another_engine_built_is_refused_in_one_line(tiny_co
     del manifest["parts"]["bm25"]["engine"]  # an index from before the field: bm25s's, opened as before
     _save(directory, manifest)
     assert open_index(directory, corpus=corpus).bm25 is not None
+
+
+@pytest.mark.parametrize(("value", "said"), [("-5", "--max-passage-chars: must be 64 or more, got -5"),
+                                             ("0", "--max-passage-chars: must be 64 or more, got 0")])
+def test_a_passage_bound_below_its_minimum_is_refused_not_looped_on_or_replaced(tiny_corpus_dir, tmp_path, value,
+                                                                                said, capsys):
+    """-5 used to split forever and 0 silently became 1800: the flag now goes through the settings' checker."""
+    from hyporag.cli import main
+
+    code = main(["index", "build", "--corpus", str(tiny_corpus_dir), "--index-dir", str(tmp_path / "i"),
+                 "--max-passage-chars", value])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.endswith(said) and err.count("\n") == 0 and not (tmp_path / "i").exists()
+    with pytest.raises(ConfigError, match="max_passage_chars must be a whole number of at least 64"):
+        build_index(load_corpus(str(tiny_corpus_dir)), tmp_path / "j", retriever="bm25", max_passage_chars=-5)
+
+
+def test_index_build_and_ask_are_calls_with_typed_settings(tiny_corpus_dir, tmp_path):
+    """What `index build` and `ask` do, a notebook does with the same settings and no argparse."""
+    import hyporag
+    from hyporag import AskSettings, IndexBuildSettings, RunConfig
+    from hyporag.testing import dummy_roles
+
+    run = RunConfig(corpus=str(tiny_corpus_dir), index_dir=str(tmp_path / "i"), budget=2)
+    built = hyporag.index_corpus(IndexBuildSettings(max_passage_chars=200), run, progress=False)
+    assert built.directory == tmp_path / "i" and (built.directory / "manifest.json").is_file()
+    asked = hyporag.ask(AskSettings(question="Which cells secrete insulin?", options={"A": "Alpha", "B": "Beta"}),
+                        run, roles=dummy_roles([{"answer": "B"}]))
+    assert asked.prediction.answer == "B" and asked.method == "rag" and len(asked.prediction.passages) == 2
+    with pytest.raises(ConfigError, match=r"letter B was already given"):
+        AskSettings(question="q", options={"A": "x", "B": "y", "b": "z"})
+    with pytest.raises(ConfigError, match=r"ask.options: give the options"):
+        hyporag.ask(AskSettings(question="q"), run)
