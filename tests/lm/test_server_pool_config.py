@@ -55,3 +55,65 @@ def test_a_pool_whose_every_endpoint_is_dead_is_a_transport_error():
     lm = build_lm("openai/m", [DEAD, "http://127.0.0.1:8/v1"], api_key="none", timeout=5, cache=False)
     with pytest.raises(LMTransportError, match="every endpoint of openai/m failed"):
         lm("question")
+
+
+def questions(n: int) -> list[dict]:
+    return [{"id": f"q{i}", "question": f"Which organ makes hormone number {i}?", "answer": "ABCD"[i % 4],
+             "options": {"A": "Pancreas", "B": "Kidney", "C": "Thyroid", "D": "Adrenal"}} for i in range(n)]
+
+
+def reply_of(prompt: str) -> tuple[dict, dict]:
+    """Each question its own answer and belief, from its number: a run's rows say which server state answered."""
+    import re
+
+    number = int(re.search(r"hormone number (\d+)", prompt).group(1))
+    letter = "ABCD"[(number * 7) % 4]
+    return {"answer": letter}, {o: (-0.1 if o == letter else -3.0 - "ABCD".index(o) / 10) for o in "ABCD"}
+
+
+def served_rows(out) -> dict[str, tuple]:
+    import json
+
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return {r["question_id"]: (r["answer"], r["correct"], r["option_logprobs"], r["error"]) for r in rows}
+
+
+def test_a_pool_of_two_faulty_servers_one_killed_mid_run_gives_a_clean_runs_rows(tmp_path):
+    """Each server fails 5% of requests with a 500, hangs 2% past the timeout and cuts 2% of bodies short; one is
+    killed mid-run. Transient faults are retried across the pool and only an endpoint that keeps failing rests, so
+    the run finishes with the rows a clean server gives (a Router with allowed_fails=0 stopped within seconds)."""
+    import hyporag
+    from hyporag.jobs.run_config import RunConfig
+    from hyporag.testing import fake_openai
+    from hyporag.testing.fake_openai import Faults
+
+    examples = questions(300)
+
+    def evaluate(bases: list[str], out):
+        return hyporag.evaluate(RunConfig(methods="cot", out=str(out), lm="openai/m", api_bases=bases, api_key="k",
+                                          no_cache=True, threads=8, timeout=1.0), examples=examples, progress=False)
+
+    with fake_openai(["m"]) as clean:
+        clean.reply_of = reply_of
+        evaluate([clean.base()], tmp_path / "clean")
+    with fake_openai(["m"]) as first, fake_openai(["m"]) as second:
+        for seed, server in enumerate((first, second)):
+            server.reply_of, server.faults = reply_of, Faults(error=0.05, hang=0.02, cut=0.02, hang_seconds=1.5,
+                                                              seed=seed)
+        import threading
+        import time
+
+        def kill_mid_run() -> None:
+            while first.completions < 60:
+                time.sleep(0.01)
+            first.kill()
+
+        killer = threading.Thread(target=kill_mid_run, daemon=True)
+        killer.start()
+        report = evaluate([first.base(), second.base()], tmp_path / "pool")
+        killer.join(5)
+    assert served_rows(tmp_path / "pool") == served_rows(tmp_path / "clean")
+    assert report.summary("cot").errors == 0
+    usage = report.endpoints["openai/m"]["endpoints"]
+    assert sum(u["calls"] for u in usage.values()) == len(examples)
+    assert all(u["failures"] > 0 for u in usage.values()) and usage[first.base()]["calls"] >= 50
