@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from hyporag.eval import MEASURES, ResultRow, cell, context_lift, current_rows, method_means, paired_measures
+from hyporag.eval import ResultRow, cell, context_lift, current_rows, method_means, paired_measures, report_measures
 
 
 def complete_rows(run: Path) -> tuple[list[dict], list[str]]:
@@ -69,7 +69,7 @@ def tables(rows: list[dict], methods: list[str], seed: int = 0) -> str:
         acc = entry["accuracy"]
         lines.append(f"| {m} | accuracy | {acc['n']} | {cell(acc['mean'], '{:+.3f}')} | {cell(acc['mcnemar_p'])} | "
                      f"{cell(acc['n_for_power'], '{:d}')} |")
-        for name in MEASURES:
+        for name in report_measures():
             s = entry[name]
             interval = (f"{s['mean']:+.3f} ({s['ci95_low']:+.3f}–{s['ci95_high']:+.3f})" if s["mean"] is not None
                         else "–")

@@ -22,9 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import hyporag  # noqa: E402
-from hyporag.jobs.run_config import RunConfig  # noqa: E402
-from hyporag.testing import fake_openai  # noqa: E402
-from hyporag.testing.fake_openai import Faults  # noqa: E402
+from hyporag import RunConfig  # noqa: E402
+from hyporag.testing import Faults, fake_openai  # noqa: E402
 from tests.lm.test_server_pool_config import questions, reply_of, served_rows  # noqa: E402
 
 

@@ -1,7 +1,10 @@
 """The reference values tests/eval/fixtures/betting_cs_reference.json holds: confseq's own computation of the hedged
 capital confidence sequence (Waudby-Smith and Ramdas 2024) on three seeded streams, with replacement and (`wor-`)
 as the whole of a finite population read without replacement, for hyporag's implementation
-(hyporag.eval.sequential) to be checked against.
+(hyporag.eval.sequential) to be checked against; and (`test`) the capital of the two-sided betting test with
+approximate-GRAPA bets at the null mean 1/2 (hyporag.eval.betting_test), confseq's `betting_mart` with the
+positive bettor's bets max(aKelly, 0) and the negative's max(-aKelly, 0), aKelly truncated at 0.9, the two
+capitals averaged.
 
 confseq does not build on this machine (its C++ part needs CMake packages that are not here), so its pure-Python
 betting code is read from a checkout you give: `git clone https://github.com/gostevehoward/confseq`, then
@@ -51,11 +54,17 @@ def main(argv: list[str] | None = None) -> int:
     package = types.ModuleType("confseq")  # its __init__ imports the compiled part: load the Python modules alone
     package.__path__ = [str(Path(args.confseq_src) / "confseq")]
     sys.modules["confseq"] = package
-    from confseq.betting import betting_cs
-    from confseq.betting_strategies import lambda_predmix_eb
+    from confseq.betting import betting_cs, betting_mart
+    from confseq.betting_strategies import lambda_aKelly, lambda_predmix_eb
 
-    def bets(x, m):
-        return lambda_predmix_eb(x, alpha=0.05)
+    def bets(x, m):  # each bettor's bets tuned at alpha / 2, as betting_mart's own default with theta 1/2
+        return lambda_predmix_eb(x, alpha=0.025)
+
+    def up(x, m):
+        return np.maximum(lambda_aKelly(x, m, trunc_scale=0.9), 0)
+
+    def down(x, m):
+        return np.maximum(-lambda_aKelly(x, m, trunc_scale=0.9), 0)
 
     cases = {}
     for name, x in streams().items():
@@ -66,9 +75,13 @@ def main(argv: list[str] | None = None) -> int:
             cases[name if population is None else f"wor-{name}"] = {
                 "x": x.tolist(), "population": population, "lower": [round(v, 6) for v in lower],
                 "upper": [round(v, 6) for v in upper]}
-    source = ("confseq betting.betting_cs, both bettors lambda_predmix_eb(x, alpha=0.05), theta 1/2, trunc_scale "
-              "1/2, m_trunc, 1000 breaks, running intersection; wor- cases with N = the stream's length "
-              "(bench/sequential_reference.py)")
+        capital = betting_mart(x, 0.5, lambdas_fn_positive=up, lambdas_fn_negative=down, convex_comb=True,
+                               theta=0.5, trunc_scale=1.0, m_trunc=True)
+        cases[f"test-{name}"] = {"x": x.tolist(), "log_capital": [round(float(np.log(v)), 9) for v in capital]}
+    source = ("confseq betting.betting_cs, both bettors lambda_predmix_eb(x, alpha=0.025) (tuned at alpha / 2), theta "
+              "1/2, trunc_scale 1/2, m_trunc, 1000 breaks, running intersection; wor- cases with N = the stream's "
+              "length; test- cases: betting.betting_mart at m = 1/2, bettors max(+-lambda_aKelly(trunc_scale=0.9), "
+              "0), convex_comb, theta 1/2 (bench/sequential_reference.py)")
     Path(args.out).write_text(json.dumps({"source": source, "alpha": 0.05, "cases": cases}, separators=(",", ":")))
     print(f"written: {args.out}")
     return 0

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hyporag.eval import (  # noqa: E402
-    RANGES,
+    REGISTRY,
     BettingCS,
     by_fingerprint,
     by_method,
@@ -64,7 +64,7 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 
 def first_exclusion(values: np.ndarray, measure: str, alpha: float, c: float | None = None) -> int | None:
     """The question at which the sequence first excludes 0 (None: never); `c` narrows the range it bets on."""
-    c = c or RANGES[measure]
+    c = c or REGISTRY[measure].span
     sequence = BettingCS(-c, c, alpha)
     for t, value in enumerate(values, start=1):
         lower, upper = sequence.update(min(c, max(-c, float(value))))
@@ -93,7 +93,7 @@ def across_runs(name: str, run_a: Path, run_b: Path) -> dict[tuple[str, str], di
     settings, rows_a, _, _ = current_rows(run_a)
     _, rows_b, _, _ = current_rows(run_b)
     a, b, order = by_fingerprint(rows_a), by_fingerprint(rows_b), order_of(settings, rows_a)
-    return {(name, method): {m: np.array(paired_values(a[method], b[method], order, m)[0])
+    return {(name, method): {m: np.array(paired_values(a[method], b[method], order, REGISTRY[m])[0])
                              for m in ("accuracy", "log_p_gold_clipped", "margin")}
             for method in a.keys() & b.keys()}
 
@@ -112,7 +112,7 @@ def paired_runs(runs: dict[str, Path]) -> dict[tuple[str, str], dict[str, np.nda
         for method in grouped:
             if method == "rag" or "rag" not in grouped:
                 continue
-            out[(name, method)] = {m: np.array(paired_values(grouped[method], grouped["rag"], order, m)[0])
+            out[(name, method)] = {m: np.array(paired_values(grouped[method], grouped["rag"], order, REGISTRY[m])[0])
                                    for m in ("accuracy", "log_p_gold_clipped", "margin")}
     return out
 
@@ -183,8 +183,8 @@ def real_effects(pairs: dict, resamples: int, max_n: int, seed: int) -> list[dic
         n80 = decided[math.ceil(0.8 * resamples) - 1] if len(decided) >= math.ceil(0.8 * resamples) else None
         fixed = fixed_n(values, measure)
         power_at_fixed = fixed_power(values, measure, fixed, 300, rng) if fixed and fixed <= 5000 else None
-        row = {"run": run, "method": method, "measure": measure, "planted_mean": planted, "range": c or RANGES[measure],
-               "observed_n": len(values),
+        row = {"run": run, "method": method, "measure": measure, "planted_mean": planted,
+               "range": c or REGISTRY[measure].span, "observed_n": len(values),
                "observed_mean": round(float(np.mean(values)), 4), "max_n": max_n, "resamples": resamples,
                "power_within_max_n": len(decided) / resamples, "mean_questions": round(float(counted.mean()), 1),
                "median_questions": float(np.median(counted)), "sequential_n80": n80, "fixed_n80": fixed,

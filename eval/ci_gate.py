@@ -36,7 +36,12 @@ def check_bars(summary: list[dict], bars: dict[str, float]) -> list[str]:
     return failures
 
 
-def write_junit(path: str | Path, summary: list[dict], bars: dict[str, float], suite: str) -> None:
+def write_junit(path: str | Path, summary: list[dict], bars: dict[str, float], suite: str,
+                comparison: dict | None = None, gate_failures: list[str] | tuple = ()) -> None:
+    """One JUnit file for the whole gate: a case per method (its accuracy and interval, failed below its bar), a
+    failed case per bar on a method the run lacks, and with `comparison` (`--against`) a case per method compared
+    with the earlier run (its outcome and sequence, failed when the gate failed it). `failures` counts the cases
+    that failed, so the file never says more failed than it shows."""
     failures = dict(f.split(": ", 1) for f in check_bars(summary, bars))
     typed = [MethodSummary.of(s) for s in summary]
     cases = []
@@ -49,6 +54,13 @@ def write_junit(path: str | Path, summary: list[dict], bars: dict[str, float], s
         if method not in {s.method for s in typed}:
             cases.append(f'  <testcase classname={quoteattr(suite)} name={quoteattr(method)}>'
                          f'<failure message="not in this run"/></testcase>')
+    gated = {f.split(": ", 1)[0]: f for f in gate_failures}
+    for method, c in ((comparison or {}).get("comparisons") or {}).items():
+        body = f"<failure message={quoteattr(gated[method])}/>" if method in gated else ""
+        band = "none" if c.get("lower") is None else f"[{c['lower']:.4f},{c['upper']:.4f}]"
+        cases.append(f'  <testcase classname={quoteattr(suite)} name={quoteattr(method + " vs " + comparison["old"])}>'
+                     f"<system-out>outcome={c['outcome']} decided_on={c['by']} paired={c['paired']} "
+                     f"delta={c.get('mean')} sequence={band}</system-out>{body}</testcase>")
     xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name={quoteattr(suite)} tests="{len(cases)}" '
            f'failures="{sum("<failure" in c for c in cases)}">\n' + "\n".join(cases) + "\n</testsuite>\n")
     write_text_atomic(path, xml)

@@ -1,27 +1,33 @@
-"""A run's paired comparisons read as sequences: each method against the baseline (or each method against itself
-in an earlier run), question by question in the run's seeded order, on accuracy and on the lead measure (clipped
-log p(gold); the margin beside it), with the confidence sequences of hyporag.eval.sequential.
+"""Paired comparisons read as they grow: each method against the baseline (or against itself in an earlier run),
+question by question in the run's seeded order, decided on ONE measure of the registry (hyporag.eval.measures; a
+run's `decide_on`, default p(gold)).
 
-Several comparisons share one error budget: `alpha` is split evenly (Bonferroni) over every sequence that can
-decide (two per comparison), so the chance that any decision in the report is wrong stays below `alpha` however
-often the report is read. A decided comparison says at which question it was decided and what a fixed-n test of
-80% power at the effect it found would have needed (questions, LM calls, seconds at the run's own cost).
+"better" and "worse" come from the betting test of no difference (hyporag.eval.betting_test), "equivalent" from the
+confidence sequence of the mean difference lying inside +-delta (hyporag.eval.sequential), and the sequence's band is
+the interval shown. Both are valid however often they are read, so a comparison may stop the run the moment it is
+decided; an early "equivalent" is refined by a later "better"/"worse" (both claims then hold, each at its alpha:
+the difference is real and smaller than delta). Several comparisons share one error budget: `alpha` is split evenly
+(Bonferroni) over them, so the chance that any decision in a report is wrong stays below `alpha`. The registry's
+other measures are shown beside the deciding one as sequences at the same alpha, labelled as not deciding.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from hyporag.eval.decision import LEAD, MEASURES, questions_for_power, questions_for_power_mcnemar
+from hyporag.eval.betting_test import BettingTest
+from hyporag.eval.decision import questions_for_power, questions_for_power_mcnemar
+from hyporag.eval.measures import DEFAULT_DECIDING, REGISTRY, Measure, measure_named
 from hyporag.eval.paper_analyses import by_method
 from hyporag.eval.row import ResultRow
-from hyporag.eval.sequential import DELTAS, combined, read_sequence
+from hyporag.eval.sequential import BettingCS, outcome_of
 
-DECIDING = ("accuracy", LEAD)  # the sequences that decide; the margin is read beside them
 ALPHA = 0.05
+OUTCOMES = ("better", "worse", "equivalent", "undecided")
 
 
 def run_order(settings: dict, rows: Sequence[dict]) -> list[str]:
@@ -31,89 +37,152 @@ def run_order(settings: dict, rows: Sequence[dict]) -> list[str]:
     return list(recorded) + sorted({r["question_id"] for r in rows} - seen)
 
 
-def _value(row: ResultRow, measure: str) -> float | None:
-    if measure == "accuracy":
-        return float(bool(row.correct))
-    value = MEASURES[measure][0](row) if measure in MEASURES else None
-    return None if value is None else max(-5.0, min(5.0, value))
-
-
-def paired_values(mine: dict[str, ResultRow], theirs: dict[str, ResultRow], order: Sequence[str], measure: str
-                  ) -> tuple[list[float], list[int]]:
-    """The paired differences in the run's order, and each one's position in that order (1-based)."""
+def paired_values(mine: dict[str, ResultRow], theirs: dict[str, ResultRow], order: Sequence[str],
+                  measure: Measure) -> tuple[list[float], list[int]]:
+    """The paired differences (> 0 favours `mine`) in the run's order, and each one's position in it (1-based)."""
     values, positions = [], []
     for position, question in enumerate(order, start=1):
         if question in mine and question in theirs:
-            a, b = _value(mine[question], measure), _value(theirs[question], measure)
-            if a is not None and b is not None:
-                values.append(a - b)
+            d = measure.difference(mine[question], theirs[question])
+            if d is not None:
+                values.append(d)
                 positions.append(position)
     return values, positions
 
 
-def paired_questions(mine: dict[str, ResultRow], theirs: dict[str, ResultRow]) -> list[dict[str, float | None]]:
-    """Each question both answered: its paired differences on the deciding measures (None where one side has no
-    option probabilities), for a planner to resample whole questions."""
-    out = []
-    for question in mine.keys() & theirs.keys():
-        values = {m: (_value(mine[question], m), _value(theirs[question], m)) for m in DECIDING}
-        out.append({m: None if a is None or b is None else a - b for m, (a, b) in values.items()})
-    return sorted(out, key=lambda q: tuple(-9 if v is None else v for v in q.values()))
+def resolve_measure(name: str | None, mine: dict[str, ResultRow], theirs: dict[str, ResultRow],
+                    order: Sequence[str]) -> tuple[Measure, str | None]:
+    """The measure a comparison decides on: the one named, or (none named) p(gold) unless the first question both
+    sides answered has no option probabilities on one side (a backend without logprobs), then accuracy: chosen from
+    what the rows hold, never from which way they point. The second value says why, when it is not the default."""
+    if name is not None:
+        return measure_named(name), None
+    default = measure_named(DEFAULT_DECIDING)
+    first = next((q for q in order if q in mine and q in theirs), None)
+    if first is None or default.difference(mine[first], theirs[first]) is not None:
+        return default, None
+    return measure_named("accuracy"), (f"{default.label} needs option probabilities, which the first paired "
+                                       "question's rows lack: decided on accuracy")
+
+
+@dataclass
+class Decision:
+    """One comparison's state: its outcome and where it was reached (a position in the run's order), what each
+    earlier outcome was and where (`history`: equivalent at 17, then better at 40), the test's evidence and the
+    sequence's band at the last question, and the other measures' bands beside it (not deciding)."""
+
+    outcome: str = "undecided"
+    decided_at: int | None = None
+    by: str = DEFAULT_DECIDING
+    why_measure: str | None = None
+    alpha: float = ALPHA
+    delta: float = 0.0
+    paired: int = 0
+    mean: float | None = None
+    lower: float | None = None
+    upper: float | None = None
+    log_wealth: float = 0.0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    beside: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fixed_n: dict | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def decide_stream(values: Sequence[float], positions: Sequence[int], measure: Measure, alpha: float,
+                  delta: float, grid: int = 1000, stop: bool = False) -> Decision:
+    """The betting test and the sequence read together along one comparison's paired differences (`stop`: no
+    further once better or worse, as a planner's simulated run would; `grid`: the sequence's candidate means)."""
+    decision = Decision(by=measure.name, alpha=alpha, delta=delta, paired=len(values))
+    test, band = BettingTest(measure.span, alpha), BettingCS(-measure.span, measure.span, alpha, grid=grid)
+    for value, position in zip(values, positions, strict=True):
+        verdict = test.update(value)
+        lower, upper = band.update(value)
+        if verdict != "undecided" and decision.outcome in ("undecided", "equivalent"):
+            decision.outcome, decision.decided_at = verdict, position
+            decision.history.append({"outcome": verdict, "question": position, "paired": test.n})
+            if stop:
+                break
+        elif decision.outcome == "undecided" and outcome_of(lower, upper, delta) == "equivalent":
+            decision.outcome, decision.decided_at = "equivalent", position
+            decision.history.append({"outcome": "equivalent", "question": position, "paired": test.n})
+    if values:
+        decision.mean = float(np.mean(values))
+        decision.lower, decision.upper = band.lower, band.upper
+        decision.log_wealth = round(test.log_wealth, 6)
+    return decision
+
+
+def band_of(values: Sequence[float], measure: Measure, alpha: float) -> dict[str, Any]:
+    """A measure shown beside the deciding one: its sequence's band at the last question (it decides nothing)."""
+    if not values:
+        return {"paired": 0, "mean": None, "lower": None, "upper": None}
+    sequence = BettingCS(-measure.span, measure.span, alpha)
+    sequence.extend(values)
+    return {"paired": len(values), "mean": float(np.mean(values)), "lower": sequence.lower, "upper": sequence.upper}
 
 
 def compare_sequences(pairs: dict[str, tuple[dict[str, ResultRow], dict[str, ResultRow]]], order: Sequence[str],
                       alpha: float = ALPHA, deltas: dict[str, float] | None = None,
-                      costs: dict[str, tuple[dict, dict]] | None = None) -> dict[str, Any]:
-    """Each named comparison (rows of a method, rows of what it is compared with) read as sequences; `costs` (per
-    comparison: the two sides' calls_per_q and seconds_per_q) prices the fixed-n test it is set beside."""
-    deltas = {**DELTAS, **(deltas or {})}
-    each = alpha / max(1, len(DECIDING) * len(pairs))
-    out: dict[str, Any] = {"alpha": alpha, "alpha_each": each, "split": f"Bonferroni over {len(DECIDING)} sequences "
-                           f"x {len(pairs)} comparison(s)", "deltas": deltas, "comparisons": {}}
+                      costs: dict[str, tuple[dict, dict]] | None = None, decide_on: str | None = None,
+                      family: int | None = None) -> dict[str, Any]:
+    """Each named comparison (rows of a method, rows of what it is compared with) decided on one measure. `family`:
+    how many comparisons share alpha (default those given); `costs` (per comparison: the two sides' calls_per_q and
+    seconds_per_q) prices the fixed-n test a decision is set beside."""
+    deltas = deltas or {}
+    each = alpha / max(1, family or len(pairs))
+    out: dict[str, Any] = {"alpha": alpha, "alpha_each": each, "decide_on": decide_on or DEFAULT_DECIDING,
+                           "split": f"Bonferroni over {max(1, family or len(pairs))} comparison(s), one deciding "
+                                    "measure each", "deltas": {}, "comparisons": {}}
     for name, (mine, theirs) in pairs.items():
-        verdicts, where, differences = {}, {}, {}
-        for measure in (*DECIDING, "margin"):
-            values, positions = paired_values(mine, theirs, order, measure)
-            differences[measure] = values
-            verdict = read_sequence(values, measure, each, deltas.get(measure))
-            verdicts[measure] = verdict
-            where[measure] = positions[verdict.decided_at - 1] if verdict.decided_at else None
-        outcome, decided_at = combined([verdicts[m] for m in DECIDING])
-        deciding = next((m for m in DECIDING if verdicts[m].decided_at == decided_at), None) if decided_at else None
-        comparison = {"outcome": outcome, "decided_at": where.get(deciding) if deciding else None, "by": deciding,
-                      "paired": {m: v.n for m, v in verdicts.items()},
-                      "measures": {m: {**v.to_dict(), "question": where[m]} for m, v in verdicts.items()}}
-        if costs and name in costs:
-            comparison["fixed_n"] = fixed_n_cost(comparison, *costs[name], differences)
-        out["comparisons"][name] = comparison
+        measure, why = resolve_measure(decide_on, mine, theirs, order)
+        delta = deltas.get(measure.name, measure.delta)
+        out["deltas"][measure.name] = delta
+        values, positions = paired_values(mine, theirs, order, measure)
+        decision = decide_stream(values, positions, measure, each, delta)
+        decision.why_measure = why
+        decision.beside = {other.name: band_of(paired_values(mine, theirs, order, other)[0], other, each)
+                           for other in REGISTRY.values() if other.name != measure.name}
+        if costs and name in costs and decision.outcome in ("better", "worse"):
+            decision.fixed_n = fixed_n_cost(values, measure, *costs[name])
+        out["comparisons"][name] = decision.to_dict()
     return out
 
 
 def paired_sequences(rows: list[dict], baseline: str, order: Sequence[str], alpha: float = ALPHA,
-                     deltas: dict[str, float] | None = None, costs: dict[str, dict] | None = None) -> dict[str, Any]:
-    """Each method of a run against `baseline`, on the questions both answered, in the run's order; `costs` (per
-    method: calls_per_q, seconds_per_q) prices the fixed-n test beside each decision."""
+                     deltas: dict[str, float] | None = None, costs: dict[str, dict] | None = None,
+                     decide_on: str | None = None, methods: Sequence[str] | None = None) -> dict[str, Any]:
+    """Each method of a run (`methods`: those run.json holds, whether or not they have rows yet) against
+    `baseline`, each pair on the questions both answered, in the run's order; alpha is split over every one of
+    them, answered or not, so the split does not change as methods come and go."""
     grouped = by_method([r for r in rows if not r.get("error")])
-    if baseline not in grouped:
+    named = [m for m in (methods or grouped) if m != baseline]
+    if baseline not in grouped and not methods:
         return {}
-    pairs = {m: (qs, grouped[baseline]) for m, qs in grouped.items() if m != baseline}
+    pairs = {m: (grouped.get(m, {}), grouped.get(baseline, {})) for m in named}
     priced = {m: (costs.get(m, {}), costs.get(baseline, {})) for m in pairs} if costs else None
-    result = compare_sequences(pairs, order, alpha, deltas, priced)
+    result = compare_sequences(pairs, order, alpha, deltas, priced, decide_on)
     result["baseline"] = baseline
     return result
 
 
-def fixed_n_cost(comparison: dict, cost_a: dict, cost_b: dict, differences: dict[str, list[float]]) -> dict | None:
-    """What a fixed-n test at 80% power would have spent to see the effect this comparison found: questions (by the
-    measure that decided it), and the LM calls and seconds of both methods over them."""
-    measure = comparison.get("by")
-    if measure is None:
-        return None
-    d = differences.get(measure) or []
-    if measure == "accuracy":
-        n = questions_for_power_mcnemar(sum(x > 0 for x in d), sum(x < 0 for x in d), len(d))
+def paired_questions(mine: dict[str, ResultRow], theirs: dict[str, ResultRow],
+                     measures: Sequence[str] | None = None) -> list[dict[str, float | None]]:
+    """Each question both answered: its paired difference on each measure (None where one side has none), for a
+    planner to resample whole questions."""
+    names = list(measures or REGISTRY)
+    out = [{m: REGISTRY[m].difference(mine[q], theirs[q]) for m in names} for q in mine.keys() & theirs.keys()]
+    return sorted(out, key=lambda q: tuple(-9 if v is None else v for v in q.values()))
+
+
+def fixed_n_cost(values: Sequence[float], measure: Measure, cost_a: dict, cost_b: dict) -> dict | None:
+    """What a fixed-n test at 80% power would have spent to see the effect this comparison found: questions on the
+    deciding measure, and the LM calls and seconds of both methods over them."""
+    if measure.name == "accuracy":
+        n = questions_for_power_mcnemar(sum(x > 0 for x in values), sum(x < 0 for x in values), len(values))
     else:
-        n = questions_for_power(np.asarray(d, dtype=float))
+        n = questions_for_power(np.asarray(values, dtype=float))
     if n is None:
         return None
     calls = n * (cost_a.get("calls_per_q", 0) + cost_b.get("calls_per_q", 0))

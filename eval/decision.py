@@ -14,11 +14,11 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
+from hyporag.eval.measures import LOG_P_FLOOR, REGISTRY  # noqa: F401 (LOG_P_FLOOR re-exported)
 from hyporag.eval.paper_analyses import by_method
 from hyporag.eval.row import ResultRow
 
-LOG_P_FLOOR = -5.0  # log p_gold clipped here: a confidently wrong 1.5B gives -10 to -30, a heavy tail that costs power
-LEAD = "log_p_gold_clipped"  # the measure reports lead with (docs/results/margin.md says why)
+LEAD = "log_p_gold_clipped"  # the fixed-n tables' lead measure where a run names no deciding measure (older runs)
 POWER = 0.8
 ALPHA = 0.05
 
@@ -32,27 +32,24 @@ def status_of(row: ResultRow) -> str:
     return "damaged" if row.damaged_distribution else row.option_logprob_status or "none"
 
 
-def _brier(row: ResultRow) -> float | None:
-    if not complete(row):
-        return None
-    return sum((math.exp(v) - (k == row.gold)) ** 2 for k, v in row.option_logprobs.items())
-
-
 def _rank(row: ResultRow) -> float | None:
     if not complete(row) or row.gold not in row.option_logprobs:
         return None
     return float(1 + sum(v > row.option_logprobs[row.gold] for v in row.option_logprobs.values()))
 
 
-# name -> (value of a row or None, higher is better)
-MEASURES: dict[str, tuple[Callable[[ResultRow], float | None], bool]] = {
-    "log_p_gold_clipped": (lambda r: None if r.log_p_gold is None else max(r.log_p_gold, LOG_P_FLOOR), True),
+# shown in the fixed-n tables only, never decided on: log p(gold) without its clip, the gold option's rank
+REPORT_ONLY: dict[str, tuple[Callable[[ResultRow], float | None], bool]] = {
     "log_p_gold": (lambda r: r.log_p_gold, True),
-    "margin": (lambda r: r.margin, True),
-    "p_gold": (lambda r: r.p_gold, True),
-    "brier": (_brier, False),
     "gold_rank": (_rank, False),
 }
+
+
+def report_measures() -> dict[str, tuple[Callable[[ResultRow], float | None], bool]]:
+    """name -> (a row's value or None, higher is better): every deciding measure of the registry (read now, so one
+    registered later counts) and the report-only ones."""
+    return {**{m.name: (m.value, m.higher_is_better) for m in REGISTRY.values() if m.name != "accuracy"},
+            **REPORT_ONLY}
 
 
 def _by_method(rows: list[dict]) -> dict[str, dict[str, ResultRow]]:
@@ -68,7 +65,7 @@ def method_means(rows: list[dict]) -> dict[str, dict]:
         for r in qs.values():
             statuses[status_of(r)] = statuses.get(status_of(r), 0) + 1
         means = {}
-        for name, (value, _) in MEASURES.items():
+        for name, (value, _) in report_measures().items():
             known = [v for r in qs.values() if (v := value(r)) is not None]
             means[name] = float(np.mean(known)) if known else None
         out[method] = {"with_probabilities": statuses.get("ok", 0), "statuses": statuses, **means}
@@ -166,11 +163,11 @@ def holm(p_values: dict[str, float | None]) -> dict[str, float | None]:
 
 
 def paired_measures(rows: list[dict], baseline: str = "rag", seed: int = 0,
-                    groups: dict[str, str] | None = None) -> dict[str, dict]:
+                    groups: dict[str, str] | None = None, lead: str = LEAD) -> dict[str, dict]:
     """Each method against `baseline` on the questions both answered with complete distributions: every measure's
     paired statistics (a − baseline; for brier and gold_rank lower is better; intervals clustered or stratified by
     the questions' `groups`: grouping_of), accuracy's power beside them, and the fixed-n p-values Holm-adjusted
-    across the methods."""
+    across the methods (accuracy's McNemar and `lead`'s Wilcoxon, each family every method vs the baseline)."""
     grouped = _by_method(rows)
     if baseline not in grouped:
         return {}
@@ -181,7 +178,7 @@ def paired_measures(rows: list[dict], baseline: str = "rag", seed: int = 0,
             continue
         shared = sorted(set(qs) & set(base))
         entry: dict[str, dict] = {}
-        for name, (value, _) in MEASURES.items():
+        for name, (value, _) in report_measures().items():
             pairs = [(q, a, b) for q in shared if (a := value(qs[q])) is not None
                      and (b := value(base[q])) is not None]
             entry[name] = paired_continuous([a - b for _, a, b in pairs], seed,
@@ -192,26 +189,26 @@ def paired_measures(rows: list[dict], baseline: str = "rag", seed: int = 0,
                              "mcnemar_p": float(stats.binomtest(a_only, a_only + b_only).pvalue) if a_only + b_only
                              else 1.0, "n_for_power": questions_for_power_mcnemar(a_only, b_only, len(shared))}
         out[method] = entry
-    for measure, key in (("accuracy", "mcnemar_p"), (LEAD, "wilcoxon_p")):  # the family: every method vs baseline
+    for measure, key in (("accuracy", "mcnemar_p"), (lead, "wilcoxon_p")):  # the family: every method vs baseline
         adjusted = holm({m: (e.get(measure) or {}).get(key) for m, e in out.items()})
         for method, p in adjusted.items():
             out[method][measure][f"{key}_holm"] = p
     return out
 
 
-def context_lift(rows: list[dict], reference: str = "cot") -> dict[str, dict]:
-    """Per method: log p_gold with its passages − log p_gold of `reference` (the same reader, no retrieval), per
-    question, on the lead measure (clipped): mean, share of questions it raised, and the mean per judge label
-    (DUR's Entailed / Useful / Not useful) where the context was judged. Empty when `reference` is not in the run."""
+def context_lift(rows: list[dict], reference: str = "cot", lead: str = LEAD) -> dict[str, dict]:
+    """Per method: the `lead` measure with its passages − that of `reference` (the same reader, no retrieval), per
+    question (oriented: > 0 is better): mean, share of questions it raised, and the mean per judge label (DUR's
+    Entailed / Useful / Not useful) where the context was judged. Empty when `reference` is not in the run."""
     grouped = _by_method(rows)
     if reference not in grouped:
         return {}
-    value = MEASURES[LEAD][0]
+    value, higher = report_measures()[lead] if lead != "accuracy" else (REGISTRY["accuracy"].value, True)
     out = {}
     for method, qs in grouped.items():
         if method == reference:
             continue
-        lifts = {q: a - b for q, r in qs.items() if q in grouped[reference]
+        lifts = {q: (a - b) if higher else (b - a) for q, r in qs.items() if q in grouped[reference]
                  and (a := value(r)) is not None and (b := value(grouped[reference][q])) is not None}
         if not lifts:
             continue

@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import dspy
 from dspy.utils.exceptions import LMAuthError, LMError, LMTransportError
@@ -29,6 +29,7 @@ from hyporag.eval.pulls import passage_pulls
 from hyporag.eval.results_store import ResultsStore
 from hyporag.eval.row import ResultRow, processed_of
 from hyporag.eval.run_questions import write_questions
+from hyporag.eval.run_rows import current_of
 from hyporag.foundation.errors import BackendError, HyporagError, RunFailedError
 from hyporag.lm.client import explain_lm_error
 from hyporag.questions.records import question_fingerprint
@@ -197,13 +198,23 @@ class RunRecord:
     questions: dict[str, dict[str, Any]]
 
 
+class StopRule(Protocol):
+    """What `eval --until-decided` gives the engine: asked before each question whether to stop (on the run's
+    record and current rows), and, once the run has stopped, what run.json says of where and why."""
+
+    def __call__(self, settings: dict[str, Any], rows: list[dict]) -> bool: ...
+
+    def record(self, settings: dict[str, Any], rows: list[dict]) -> dict[str, Any]: ...
+
+
 def record_run(programs: dict[str, Callable], examples: Sequence[dspy.Example], out_dir: str | Path,
                settings: dict[str, Any], threads: int = 1, progress: bool = True,
-               judge: Callable | None = None, debug: bool = False,
-               until: Callable[[list[dict]], bool] | None = None) -> RunRecord:
+               judge: Callable | None = None, debug: bool = False, until: StopRule | None = None,
+               finish: Callable[[dict[str, Any] | None], dict[str, Any]] | None = None) -> RunRecord:
     """Answer every (question, method) pair not already in `out_dir` and keep the record: rows, the questions
-    asked (questions.jsonl) and the settings (run.json). `until(rows)` (the directory's current rows) ends the run
-    early, checked before each question in order (`eval --until-decided`)."""
+    asked (questions.jsonl) and the settings (run.json, through the store alone). `until` ends the run early,
+    asked before each question in order (`eval --until-decided`), and records the stop; `finish(previous record)`
+    gives run.json's last changes however the session ends (what each endpoint served)."""
     out_dir = Path(out_dir)
     fingerprints = {e.id: question_fingerprint(e) for e in examples}
     # the questions this run answers, by content: a report drawn from the directory skips rows of older versions
@@ -224,8 +235,15 @@ def record_run(programs: dict[str, Callable], examples: Sequence[dspy.Example], 
                 print(f"{out_dir}: {len(unjudged)} finished row(s) have no judge label (finished without --dur); "
                       "answering them again with the judge (cached LM calls cost nothing)", file=sys.stderr)
                 skip = skip - unjudged
-        answer_all(programs, examples, threads, judge=judge, sink=store.append, skip=skip, progress=progress,
-                   debug=debug, until=(lambda: until(store.latest())) if until is not None else None)
+        try:
+            answer_all(programs, examples, threads, judge=judge, sink=store.append, skip=skip, progress=progress,
+                       debug=debug, until=(lambda: until(store.settings, current_of(store.settings, store.latest())))
+                       if until is not None else None)
+            if until is not None:
+                store.update(until.record(store.settings, current_of(store.settings, store.latest())))
+        finally:
+            if finish is not None:
+                store.update(finish(store.previous))
         rows = [r for r in store.latest() if r["method"] in programs
                 and r.get("question_fingerprint") == fingerprints.get(r["question_id"])]
         methods = list(store.settings.get("methods") or programs)

@@ -18,10 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from hyporag.eval.row import rescored, row_problem
+from hyporag.eval.run_compat import (  # noqa: F401 (differing_settings: exported through hyporag.eval)
+    RETRIEVAL_KEYS,
+    _brief,
+    _deciding,
+    _other_model,
+    _unreported_pool,
+    differing_settings,
+    with_earlier_methods,
+)
 from hyporag.eval.run_fields import run_settings_problem
 from hyporag.foundation.atomic import raise_if_disk_full, write_json_atomic, write_text_atomic
 from hyporag.foundation.errors import HyporagError
-from hyporag.foundation.settings import declared_default
 
 ROWS = "results.jsonl"
 DROPPED = "results.jsonl.dropped"
@@ -29,8 +37,7 @@ SETTINGS = "run.json"
 LOCK = ".lock"
 OWNER = ".lock.owner"
 RUN_SCHEMA = 2  # run.json's layout (1: before this field, read alike); a newer one is refused, never misread
-# what a run records of the index its methods read: none when they read no passages (cot alone)
-RETRIEVAL_KEYS = ("retriever", "index_fingerprint", "bm25_engine", "bm25_search", "index_dir")
+STOP_KEYS = ("stopped_at", "reason", "at_stop")  # run.json's account of where a deciding session stopped
 
 
 def read_run_settings(directory: str | Path) -> dict[str, Any]:
@@ -93,69 +100,13 @@ def read_rows(path: Path) -> tuple[list[dict], list[tuple[int, bytes]]]:
     return rows, bad
 
 
-def _brief(identity: dict | None) -> str:
-    """An identity in a few words: the endpoint and what it serves, a file, or a pinned hash."""
-    identity = identity or {}
-    parts = [identity.get("endpoint"), identity.get("model_path"), ",".join(identity.get("models") or []) or None,
-             ",".join(identity.get("model_files") or []) or None,
-             identity.get("path"), (identity.get("sha256") or "")[:12] or None, identity.get("model")]
-    return " ".join(str(p) for p in parts if p) or "unknown"
-
-
-def _other_model(before: dict | None, now: dict | None) -> bool:
-    """Whether a role's model now is not the one recorded; a pool none of whose servers answers reports nothing to
-    compare (its first call stops the run instead)."""
-    def keyed(identity: dict | None) -> dict | None:  # an allowed speculative mode keeps replies (lm.speculative)
-        return {k: v for k, v in identity.items() if k != "speculative"} if identity else identity
-
-    return keyed(before) != keyed(now) and not any(_unreported_pool(i) for i in (before, now))
-
-
-def _unreported_pool(identity: dict | None) -> bool:
-    return (identity or {}).get("kind") == "server-pool" and not (identity or {}).get("reported")
-
-
-def differing_settings(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
-    """The program settings two records disagree on. A setting one record lacks (written before it existed) agrees
-    when the other holds its declared default: the older run ran with that behaviour."""
-    differing = []
-    for key in sorted(before.keys() | now.keys()):
-        if key in before and key in now:
-            if before[key] != now[key]:
-                differing.append(key)
-            continue
-        if (now if key in now else before)[key] != declared_default(key):
-            differing.append(key)
-    return differing
-
-
-def with_earlier_methods(path: Path, previous: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
-    """A run may add methods to a results dir (its earlier methods' rows stay, and stay on record in run.json), but
-    a method already there must run with the settings its rows were answered with, or the rows would mix."""
-    before, now = previous.get("program") or {}, settings.get("program") or {}
-    for method in before.keys() & now.keys():
-        fields = differing_settings(before[method], now[method])
-        if fields:
-            raise HyporagError(f"{path}: this results dir holds {method} rows answered with other settings "
-                               f"({', '.join(fields)}); use another --out (rows from different settings must not mix)")
-    earlier = [m for m in previous.get("methods") or [] if m not in (settings.get("methods") or [])]
-    if not earlier:
-        return settings
-    merged = {**settings, "methods": [*earlier, *settings.get("methods", [])], "program": {**before, **now}}
-    for key in RETRIEVAL_KEYS:  # the index the earlier methods read, when this run's methods read none
-        if merged.get(key) is None and previous.get(key) is not None:
-            merged[key] = previous[key]
-    if "effective" in previous or "effective" in settings:
-        merged["effective"] = {**(previous.get("effective") or {}), **(settings.get("effective") or {})}
-    return merged
-
-
 class ResultsStore:
     """Open with `with ResultsStore(dir, settings) as store:`; refuses a second live writer and changed settings."""
 
     def __init__(self, directory: str | Path, settings: dict[str, Any]):
         self.directory = Path(directory)
         self.settings = {**settings, "schema": RUN_SCHEMA}
+        self.previous: dict[str, Any] | None = None  # run.json as an earlier session left it (None: a new run)
         self._lock = threading.Lock()
         self._handle = None
         self.dropped: list[int] = []
@@ -213,7 +164,7 @@ class ResultsStore:
         if path.is_file():
             # a record that cannot be read (damaged, hand-edited, a newer hyporag's) is never rewritten: its rows
             # could not be checked against this run's settings
-            previous = read_run_settings(self.directory)
+            previous = self.previous = read_run_settings(self.directory)
             # the seed orders the questions: a deciding run resumed under another seed would re-read its old rows
             # in a new order and could stop "decided" without asking a question
             keys = ("dataset", "seed", "lms", "adapters", "budget", "reasoning", "retriever", "index_fingerprint",
@@ -236,12 +187,22 @@ class ResultsStore:
                 raise HyporagError(f"{path}: the {role} model is not the one this run used ({_brief(before.get(role))} "
                                    f"then, {_brief(now.get(role))} now: same name, other weights or endpoint); use "
                                    "another --out (its rows and cached replies are another model's)")
+            rule = [k for k in ("alpha", "decide_on", "deltas") if _deciding(previous) and _deciding(self.settings)
+                    and (previous["sequential"].get(k) or None) != (self.settings["sequential"].get(k) or None)]
+            if rule:  # a deciding run's rows were read under its rule: another rule would re-read them
+                raise HyporagError(f"{path}: this deciding run stops by another rule ({', '.join(rule)}: "
+                                   + "; ".join(f"{previous['sequential'].get(k)!r} then, "
+                                               f"{self.settings['sequential'].get(k)!r} now" for k in rule)
+                                   + "); use another --out, or resume with the rule it began with")
             if changed:
                 raise HyporagError(f"{path}: this results dir holds a run with different {', '.join(changed)} ("
                                    + "; ".join(f"{k} {previous.get(k)!r:.60} then, {self.settings.get(k)!r:.60} now"
                                                for k in changed[:2])
                                    + "); use another --out (rows from different settings must not mix)")
             self.settings = with_earlier_methods(path, previous, self.settings)
+            stop = {k: v for k, v in (previous.get("sequential") or {}).items() if k in STOP_KEYS}
+            if stop and not _deciding(self.settings):  # where an earlier deciding session stopped stays on record
+                self.settings["sequential"] = {**(self.settings.get("sequential") or {}), **stop}
             if before and now:  # what a pool reported before stays recorded while none of its servers answers
                 kept = {r: before[r] for r in now if _unreported_pool(now[r]) and before.get(r)}
                 if kept:
@@ -273,6 +234,18 @@ class ResultsStore:
             with path.open("ab") as handle:  # a complete last row without its newline: the next append needs one
                 handle.write(b"\n")
         return rows
+
+    def update(self, changes: dict[str, Any]) -> None:
+        """Change run.json's record while the run holds its lock (where it stopped, what each endpoint served): the
+        store is run.json's one writer."""
+        if not changes:
+            return
+        self.settings = {**self.settings, **changes}
+        try:
+            write_json_atomic(self.directory / SETTINGS, self.settings)
+        except OSError as exc:
+            raise_if_disk_full(exc, self.directory / SETTINGS)
+            raise
 
     def done(self, fingerprints: dict[str, str] | None = None) -> set[tuple[str, str]]:
         """Pairs finished without an error (errored rows are retried by a re-run) and, given the current questions'

@@ -4,45 +4,52 @@ from __future__ import annotations
 
 import csv
 import io
-import sys
 from pathlib import Path
 
 from hyporag.eval import decision
 from hyporag.eval import paper_analyses as analysis
-from hyporag.eval.comparisons import ALPHA, paired_sequences, run_order
+from hyporag.eval.decisions import against_rows_of, decisions_of
+from hyporag.eval.measures import DEFAULT_DECIDING, REGISTRY
 from hyporag.eval.report_plots import plots
-from hyporag.eval.results_store import ROWS, latest_rows, read_rows, read_run_settings
-from hyporag.eval.row import say_distrusted
 from hyporag.eval.run_questions import read_questions
+from hyporag.eval.run_rows import current_rows
 from hyporag.eval.summary import format_table, notes, summaries, summarize
 from hyporag.foundation.atomic import write_json_atomic, write_text_atomic
-from hyporag.foundation.errors import HyporagError
 
 
-def build_report(rows: list[dict], settings: dict, method_order: list[str], groups: dict[str, str] | None = None
-                 ) -> dict:
+def lead_of(settings: dict) -> str:
+    """The measure the fixed-n tables lead with: the run's deciding measure, or p(gold) where that is accuracy
+    (which has its own McNemar column) or unnamed."""
+    named = (settings.get("sequential") or {}).get("decide_on")
+    return named if named in REGISTRY and named != "accuracy" else DEFAULT_DECIDING
+
+
+def build_report(rows: list[dict], settings: dict, method_order: list[str], groups: dict[str, str] | None = None,
+                 all_rows: list[dict] | None = None, against_rows: list[dict] | None = None) -> dict:
     """Every table of a run, from its rows and settings alone; `groups` (question -> its dataset or `group`)
-    groups the intervals (decision.grouping_of: clustered from ten groups, stratified below)."""
+    groups the intervals (decision.grouping_of: clustered from ten groups, stratified below). The comparisons are
+    read as the stop rule reads them (hyporag.eval.decisions), on `all_rows` (every current row of a partial run:
+    each pair on what its two sides answered; default `rows`) and, for a gated run, `against_rows`."""
     order = {m: i for i, m in enumerate(method_order)}
+    lead = lead_of(settings)
     summary = sorted(summarize(rows), key=lambda s: order.get(s.method, 99))
     durs = analysis.dur(rows)
     baseline = settings.get("baseline") or "rag"  # the run's setting; older runs compared against rag
     paired = analysis.paired_against(rows, baseline)
     evidence = analysis.evidence_rates(rows)
     means = decision.method_means(rows)
-    margins = decision.paired_measures(rows, baseline, int(settings.get("seed") or 0), groups)
-    rules = settings.get("sequential") or {}
-    sequences = paired_sequences(rows, baseline, run_order(settings, rows), rules.get("alpha", ALPHA),
-                                 rules.get("deltas"), {s.method: s.to_dict() for s in summary})
-    lift = decision.context_lift(rows, "cot")
+    margins = decision.paired_measures(rows, baseline, int(settings.get("seed") or 0), groups, lead)
+    sequences = decisions_of(settings, all_rows if all_rows is not None else rows, against_rows,
+                             {s.method: s.to_dict() for s in summary})
+    lift = decision.context_lift(rows, "cot", lead)
     for s in summary:
         m = s.method
-        lead = (margins.get(m) or {}).get(decision.LEAD) or {}
+        paired_lead = (margins.get(m) or {}).get(lead) or {}
         mean = means.get(m) or {}
         s.with_probabilities = mean.get("with_probabilities", 0)
         s.damaged_distributions = (mean.get("statuses") or {}).get("damaged", 0)
         s.log_p_gold, s.p_gold, s.margin = mean.get(decision.LEAD), mean.get("p_gold"), mean.get("margin")
-        s.vs_rag_lead_difference, s.vs_rag_lead_p_value = lead.get("mean"), lead.get("wilcoxon_p")
+        s.vs_rag_lead_difference, s.vs_rag_lead_p_value = paired_lead.get("mean"), paired_lead.get("wilcoxon_p")
         s.lift_over_cot, s.lift_positive = (lift.get(m) or {}).get("mean"), (lift.get(m) or {}).get("positive")
         s.dur = durs.get(m, {}).get("dur")
         s.vs_rag_difference, s.vs_rag_p_value = paired.get(m, {}).get("difference"), paired.get(m, {}).get("p_value")
@@ -64,9 +71,12 @@ def build_report(rows: list[dict], settings: dict, method_order: list[str], grou
         "mechanism": analysis.mechanism(rows),
         "parse_rules": {m: p.get("parse", "strict") for m, p in (settings.get("program") or {}).items()},
         "notes": notes(summary),
-        "decision": {"lead": decision.LEAD, "log_p_floor": decision.LOG_P_FLOOR, "means": means,
+        "decision": {"lead": lead, "lead_label": REGISTRY[lead].label, "log_p_floor": decision.LOG_P_FLOOR,
+                     "means": means,
                      "paired_vs_rag": margins, "lift_over_cot": lift},
         "sequential": sequences,
+        "measures": {m.name: {"label": m.label, "higher_is_better": m.higher_is_better, "low": m.low, "high": m.high}
+                     for m in REGISTRY.values()},
         "grouped_by": sorted(set(groups.values())) if groups and len(set(groups.values())) > 1 else None,
         "grouping": decision.grouping_of(list(groups.values()) if groups else None),
     }
@@ -156,10 +166,11 @@ def decision_lines(report: dict) -> list[str]:
     paired = info.get("paired_vs_rag") or {}
     grouping = report.get("grouping") or ("clustered" if report.get("clustered_by") else None)  # older runs: clustered
     clustered = f", {grouping} by dataset" if grouping else ""
+    label = info.get("lead_label") or "log p_gold"
     lines = ["", f"| method | rows with probabilities | log p_gold (clipped at {info.get('log_p_floor')}) | p_gold | "
-             f"margin | Δ log p_gold vs {report.get('baseline', 'rag')} (95% CI{clustered}) | "
-             "Wilcoxon p (Holm) | McNemar p (Holm) | questions for 80% power: log p_gold / accuracy | lift over cot | "
-             "lift > 0 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             f"margin | Δ {label} vs {report.get('baseline', 'rag')} (95% CI{clustered}) | "
+             f"Wilcoxon p (Holm) | McNemar p (Holm) | questions for 80% power: {label} / accuracy | lift over cot "
+             f"({label}) | lift > 0 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in summary:
         lead = (paired.get(s.method) or {}).get(info.get("lead")) or {}
         acc = (paired.get(s.method) or {}).get("accuracy") or {}
@@ -188,32 +199,52 @@ def decision_lines(report: dict) -> list[str]:
 
 
 def sequence_lines(report: dict) -> list[str]:
-    """The comparisons read as confidence sequences (valid however often they are read), each with the question
-    at which it was decided and what a fixed-n test of 80% power would have needed."""
+    """The comparisons as the stop rule reads them (valid however often they are read): each decided on one measure
+    by a betting test ("better"/"worse") and a confidence sequence ("equivalent" and the band), with the question
+    it was decided at, where an earlier outcome was refined, the outcome at the run's stop where it differs, the
+    other measures beside it (not deciding), and what a fixed-n test of 80% power would have needed."""
     info = report.get("sequential") or {}
     comparisons = info.get("comparisons") or {}
     if not comparisons:
         return []
 
-    def bounds(entry: dict) -> str:
-        if entry.get("final_lower") is None:
+    def band(entry: dict) -> str:
+        if entry.get("lower") is None:
             return "–"
-        return f"{entry['final_mean']:+.3f} ({entry['final_lower']:+.2f} to {entry['final_upper']:+.2f})"
+        return f"{entry['mean']:+.3f} ({entry['lower']:+.2f} to {entry['upper']:+.2f})"
 
-    lines = ["", f"Anytime-valid comparison with {info.get('baseline')}: confidence sequences (Waudby-Smith & Ramdas "
-             f"2024), alpha {info['alpha']:g} split over every deciding sequence ({info['split']}: "
-             f"{info['alpha_each']:.4f} each); equivalent means inside ±{info['deltas']['accuracy']:g} accuracy and "
-             f"±{info['deltas'][decision.LEAD]:g} log p(gold).", "",
-             "| method | outcome | decided at question | by | Δ accuracy (sequence) | Δ log p(gold) (sequence) | "
-             "Δ margin (sequence) | fixed-n test at 80% power: questions / LM calls / s |",
-             "|---|---|---:|---|---:|---:|---:|---:|"]
+    against = info.get("against")
+    deciding = sorted({REGISTRY[c["by"]].label for c in comparisons.values() if c.get("by") in REGISTRY})
+    beside = [m for m in REGISTRY.values() if m.name not in {c.get("by") for c in comparisons.values()}]
+    margins = ", ".join(f"±{d:g} {REGISTRY[n].label}" for n, d in (info.get("deltas") or {}).items() if n in REGISTRY)
+    lines = ["", f"Anytime-valid comparison with {'itself in ' + against if against else info.get('baseline')}, "
+             f"decided on {', '.join(deciding) or '–'}: a betting test says better or worse and a confidence "
+             f"sequence says equivalent (inside {margins or 'the margin'}), valid however often read (Waudby-Smith & "
+             f"Ramdas 2024); alpha {info['alpha']:g}, {info['split']} ({info['alpha_each']:.4f} each).", "",
+             "| method | outcome | decided at question | by | Δ deciding measure (sequence) | "
+             + " | ".join(f"Δ {m.label} (beside, not deciding)" for m in beside)
+             + " | fixed-n test at 80% power: questions / LM calls / s |",
+             "|---|---|---:|---|---:|" + "---:|" * len(beside) + "---:|"]
+    notes_after = []
     for method, c in comparisons.items():
-        measures, fixed = c["measures"], c.get("fixed_n") or {}
-        cost = (f"{fixed['questions']} / {fixed['calls']:,} / {fixed['seconds']:,.0f}" if fixed else "–")
+        fixed = c.get("fixed_n") or {}
+        cost = (f"{fixed['questions']} / {fixed['calls']:,} / {fixed['seconds']:,.0f}" if fixed.get("calls")
+                is not None else "–")
+        others = " | ".join(band(c.get("beside", {}).get(m.name) or {}) for m in beside)
         lines.append(f"| {method} | {c['outcome']} | {cell(c.get('decided_at'), '{:d}')} | {c.get('by') or '–'} | "
-                     f"{bounds(measures['accuracy'])} | {bounds(measures[decision.LEAD])} | "
-                     f"{bounds(measures['margin'])} | {cost} |")
-    return lines
+                     f"{band(c)} | {others} | {cost} |")
+        if len(c.get("history") or []) > 1:
+            first = c["history"][0]
+            notes_after.append(f"{method}: {first['outcome']} at question {first['question']}, then {c['outcome']} "
+                               f"at {c['decided_at']} (both hold: the difference is real and inside the margin)")
+        if c.get("at_stop"):
+            stop = c["at_stop"]
+            notes_after.append(f"{method}: {stop['outcome']} at the run's stop (question "
+                               f"{stop.get('decided_at') or '–'}), {c['outcome']} read now (a method added since "
+                               "shares alpha)")
+        if c.get("why_measure"):
+            notes_after.append(f"{method}: {c['why_measure']}")
+    return lines + ([""] + [f"- {n}." for n in notes_after] if notes_after else [])
 
 
 def to_csv(summary: list[dict]) -> str:
@@ -225,8 +256,9 @@ def to_csv(summary: list[dict]) -> str:
 
 
 def write_report(rows: list[dict], settings: dict, method_order: list[str], out_dir: Path,
-                 coverage: dict | None = None) -> dict:
-    report = build_report(rows, settings, method_order, groups_of(out_dir))
+                 coverage: dict | None = None, all_rows: list[dict] | None = None,
+                 against_rows: list[dict] | None = None) -> dict:
+    report = build_report(rows, settings, method_order, groups_of(out_dir), all_rows, against_rows)
     if coverage:
         report["coverage"] = coverage
     write_json_atomic(out_dir / "summary.json", report)
@@ -234,17 +266,6 @@ def write_report(rows: list[dict], settings: dict, method_order: list[str], out_
     write_text_atomic(out_dir / "summary.csv", to_csv(report["methods"]))
     report["plots"] = [str(p) for p in plots(report, out_dir)]
     return report
-
-
-def _progress(rows: list[dict], methods: list[str]) -> dict[str, dict]:
-    """Each method's own rows so far (a mid-run view: methods are at different questions, so not paired)."""
-    out: dict[str, dict] = {}
-    for method in methods:
-        mine = [r for r in rows if r["method"] == method]
-        scored = [r for r in mine if not r.get("error")]
-        out[method] = {"rows": len(mine), "errors": len(mine) - len(scored),
-                       "accuracy": sum(bool(r["correct"]) for r in scored) / len(scored) if scored else None}
-    return out
 
 
 def groups_of(out_dir: str | Path) -> dict[str, str]:
@@ -259,37 +280,8 @@ def report_from_dir(out_dir: str | Path) -> dict:
     A partial run is reported on the questions every method has finished, so methods are compared on the same
     questions; the report says how many of the planned questions that is."""
     settings, rows, methods, coverage = current_rows(out_dir)
+    every = rows
     if coverage:
         complete = set(coverage.pop("complete"))
         rows = [r for r in rows if r["question_id"] in complete]
-    return write_report(rows, settings, methods, Path(out_dir), coverage)
-
-
-def current_rows(out_dir: str | Path) -> tuple[dict, list[dict], list[str], dict | None]:
-    """A results directory's settings, its current rows (a superseded or stale row left out), its methods, and, for
-    a partial run, its coverage (with `complete`: the questions every method has finished)."""
-    out_dir = Path(out_dir)
-    rows_path = out_dir / ROWS
-    settings = read_run_settings(out_dir)
-    if not rows_path.is_file():
-        raise HyporagError(f"{rows_path}: not found; is {out_dir} a results directory of `hyporag eval`?")
-    methods = list(settings.get("methods") or [])
-    current = settings.get("question_fingerprints")
-    stored, damaged = read_rows(rows_path)
-    rows = [r for r in latest_rows(stored) if (not methods or r["method"] in methods)
-            and (current is None or r.get("question_fingerprint") == current.get(r["question_id"]))]
-    if damaged:
-        print(f"{rows_path}:{damaged[0][0]}: {len(damaged)} damaged row(s) left out (not a result row, or a field of "
-              "the wrong type)", file=sys.stderr)
-    say_distrusted(rows_path, rows)
-    methods = methods or list(dict.fromkeys(r["method"] for r in rows))
-    finished: dict[str, set[str]] = {}
-    for r in rows:
-        finished.setdefault(r["question_id"], set()).add(r["method"])
-    complete = {q for q, done in finished.items() if done >= set(methods)}
-    planned = int(settings.get("n") or len(finished))
-    coverage = None
-    if len(complete) < planned:
-        coverage = {"questions_complete": len(complete), "questions_planned": planned, "rows": len(rows),
-                    "per_method": _progress(rows, methods), "complete": sorted(complete)}
-    return settings, rows, methods, coverage
+    return write_report(rows, settings, methods, Path(out_dir), coverage, every, against_rows_of(settings))

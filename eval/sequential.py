@@ -2,13 +2,15 @@
 read after every question (Waudby-Smith and Ramdas, "Estimating means of bounded random variables by betting",
 JRSS-B 2024: the hedged capital process with predictable plug-in bets), with no asymptotics.
 
-A paired difference d in [-c, c] (accuracy: c = 1; log p(gold) clipped at -5: c = 5; margin clipped to [-5, 5]) is
-mapped to x = (d + c) / 2c in [0, 1]. For each candidate mean m on a grid, two bettors wager on x > m and x < m with
+A paired difference d in [-c, c] (c from the measure's range: hyporag.eval.measures) is mapped to
+x = (d + c) / 2c in [0, 1]. For each candidate mean m on a grid, two bettors wager on x > m and x < m with
 bets fixed before x arrives; their wealth is a nonnegative martingale when the mean is m, so by Ville's inequality
 the wealth ever exceeds 1/alpha with probability at most alpha. The sequence at n is every m whose hedged wealth has
 not: valid at every n at once, so a run may stop the moment it excludes 0 (or fits inside +-delta). The grid,
-truncation (1/2), prior (mean 1/2, variance 1/4, one fake observation) and the running intersection follow the
-authors' own implementation (confseq's `hedged_cs`); tests check the bounds against values it computed.
+truncation (1/2), prior (mean 1/2, variance 1/4, one fake observation), each bettor's stake tuned at alpha/2 and the
+running intersection follow the authors' own implementation (confseq's `betting_cs` as its `hedged_cs` calls it);
+tests check the bounds against values it computed. hyporag.eval.comparisons reads the band and "equivalent" from
+it, and "better"/"worse" from the betting test (hyporag.eval.betting_test), which decides sooner.
 
 Sampling without replacement from a finite set of N questions (a study's validation questions in their seeded
 order, where the question is each trial's score on exactly those): the bettors wager against the mean of what is
@@ -20,13 +22,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
 
 import numpy as np
-
-RANGES = {"accuracy": 1.0, "log_p_gold_clipped": 5.0, "margin": 5.0}  # c: each paired difference lies in [-c, c]
-DELTAS = {"accuracy": 0.05, "log_p_gold_clipped": 0.1, "margin": 0.2}  # default equivalence margins, per measure
-OUTCOMES = ("better", "worse", "equivalent", "undecided")
 
 
 class BettingCS:
@@ -59,7 +56,8 @@ class BettingCS:
         if self.population is not None and t > self.population:
             raise ValueError(f"observation {t} of a population of {self.population}: sampled without replacement, "
                              "there are no more")
-        bet = math.sqrt(2 * math.log(1 / self.alpha) / (t * math.log(1 + t) * self.sigma2))
+        # each bettor's stake tuned at alpha / 2 (confseq's betting_mart with theta 1/2, and hedged_cs since 0.0.10)
+        bet = math.sqrt(2 * math.log(2 / self.alpha) / (t * math.log(1 + t) * self.sigma2))
         centre = self.m if self.population is None else (
             (self.population * self.m - self.total) / (self.population - t + 1))
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -98,28 +96,6 @@ class BettingCS:
         return self.lower, self.upper
 
 
-@dataclass
-class Verdict:
-    """One measure's paired comparison read as a sequence: its outcome, the question (count) at which it was
-    decided, the sequence's bounds and the mean there, and at the last question."""
-
-    measure: str
-    outcome: str = "undecided"
-    decided_at: int | None = None  # the number of paired questions when the outcome was reached (None: not yet)
-    lower: float | None = None  # the sequence at the decision (or at the last question, undecided)
-    upper: float | None = None
-    mean: float | None = None
-    n: int = 0  # paired questions read
-    final_lower: float | None = None
-    final_upper: float | None = None
-    final_mean: float | None = None
-    alpha: float = 0.05
-    delta: float = 0.0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
 def outcome_of(lower: float, upper: float, delta: float) -> str:
     """better / worse when the sequence excludes 0; equivalent when it lies inside +-delta; else undecided."""
     if lower > 0:
@@ -129,42 +105,3 @@ def outcome_of(lower: float, upper: float, delta: float) -> str:
     if delta > 0 and -delta < lower and upper < delta:
         return "equivalent"
     return "undecided"
-
-
-def read_sequence(differences: Iterable[float], measure: str, alpha: float, delta: float | None = None,
-                  clip: float | None = None) -> Verdict:
-    """The paired differences (method − baseline, in the run's order) as a sequence: decided the first time the
-    sequence excludes 0 or fits inside +-delta; read on to the end for the final bounds."""
-    c = clip if clip is not None else RANGES[measure]
-    delta = DELTAS.get(measure, 0.0) if delta is None else delta
-    verdict = Verdict(measure, alpha=alpha, delta=delta)
-    sequence, total = BettingCS(-c, c, alpha), 0.0
-    for value in differences:
-        value = min(c, max(-c, float(value)))
-        lower, upper = sequence.update(value)
-        total += value
-        if verdict.decided_at is None:
-            outcome = outcome_of(lower, upper, delta)
-            if outcome != "undecided":
-                verdict.outcome, verdict.decided_at = outcome, sequence.n
-                verdict.lower, verdict.upper, verdict.mean = lower, upper, total / sequence.n
-    verdict.n = sequence.n
-    if sequence.n:
-        verdict.final_lower, verdict.final_upper = sequence.lower, sequence.upper
-        verdict.final_mean = total / sequence.n
-        if verdict.decided_at is None:
-            verdict.lower, verdict.upper, verdict.mean = sequence.lower, sequence.upper, verdict.final_mean
-    return verdict
-
-
-def combined(verdicts: list[Verdict]) -> tuple[str, int | None]:
-    """A comparison's outcome from its measures: better or worse as soon as one measure is (its question), equivalent
-    once every measure is, else undecided. (Measures that point opposite ways are `mixed`.)"""
-    decisive = [v for v in verdicts if v.outcome in ("better", "worse")]
-    if decisive:
-        kinds = {v.outcome for v in decisive}
-        first = min(decisive, key=lambda v: v.decided_at)
-        return ("mixed" if len(kinds) > 1 else first.outcome), first.decided_at
-    if verdicts and all(v.outcome == "equivalent" for v in verdicts):
-        return "equivalent", max(v.decided_at for v in verdicts)
-    return "undecided", None

@@ -5,9 +5,9 @@ The rule (`SelectionRule.describe` says it in every report): candidates are rank
 the reader's mean log p(gold) (clipped at −5), then by fewer LM calls per question. The simplest candidate (`rag`
 when it is among them, else the one with the fewest LM calls per question) is kept unless a higher-ranked one beats
 it with the error guarantee: each candidate's paired difference with the simplest on the same validation questions,
-in their seeded order, read as confidence sequences (hyporag.eval.comparisons) on accuracy and on log p(gold),
-alpha split over every candidate and both measures, decides "better" (and neither measure says worse). The race
-before tuning (hyporag.jobs.fit_race) uses the same sequences. A candidate over `max_calls_per_question` is not
+in their seeded order, decided on the deciding measure (hyporag.eval.comparisons: p(gold), or accuracy where the
+rows hold no option probabilities) with alpha split over every candidate, says "better". The race before tuning
+(hyporag.jobs.fit_race) uses the same test. A candidate over `max_calls_per_question` is not
 eligible. Calls per question are the method's own (its declared count, or more where the rows measured more):
 validation answers are often cached from tuning, and a cached call is free to the fit but not to the user who ships
 the program. The fixed-n tests (McNemar, bootstrap intervals) are kept beside, for reading, not for the pick.
@@ -18,35 +18,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from hyporag.eval.betting_test import BettingTest
 from hyporag.eval.comparisons import compare_sequences
 from hyporag.eval.decision import LEAD, method_means, paired_measures
+from hyporag.eval.measures import DEFAULT_DECIDING, measure_named
 from hyporag.eval.paper_analyses import by_method
 from hyporag.eval.row import ResultRow
-from hyporag.eval.sequential import read_sequence
 
 
 @dataclass(frozen=True)
 class SelectionRule:
     simplest: str = "rag"
-    alpha: float = 0.05  # shared by every candidate's sequences against the simplest (Bonferroni)
+    alpha: float = 0.05  # shared by every candidate's comparison with the simplest (Bonferroni)
     max_calls_per_question: float | None = None
+    decide_on: str | None = None  # the deciding measure (None: p(gold), accuracy without option probabilities)
 
     def describe(self) -> str:
         cap = (f"; a candidate over {self.max_calls_per_question:g} LM calls per question is not eligible"
                if self.max_calls_per_question is not None else "")
+        measure = measure_named(self.decide_on or DEFAULT_DECIDING).label
         return (f"rank by validation accuracy, then mean log p(gold) clipped at -5, then fewer LM calls per question; "
                 f"keep the simplest candidate ({self.simplest} when tried, else the fewest LM calls per question) "
                 f"unless a higher-ranked one beats it with the error guarantee: its paired difference with the "
-                f"simplest on the same questions, read as confidence sequences on accuracy and log p(gold) (alpha "
-                f"{self.alpha:g} split over every candidate and both measures), says better and neither says worse"
-                f"{cap}")
+                f"simplest on the same questions, decided on {measure} by a betting test (alpha {self.alpha:g} split "
+                f"over every candidate), says better{cap}")
 
     def smallest_decisive(self, candidates: int = 2) -> int:
-        """The fewest validation questions on which a candidate right on every one where the simplest is wrong could
-        be decided better (by accuracy), at this rule's share of alpha."""
-        each = self.alpha / (2 * max(1, candidates - 1))
-        verdict = read_sequence([1.0] * 500, "accuracy", each)
-        return verdict.decided_at or 500
+        """The fewest validation questions on which a candidate that beats the simplest by the most the deciding
+        measure allows on every question could be decided better, at this rule's share of alpha."""
+        return fewest_to_decide(self.alpha / max(1, candidates - 1))
 
     def undecidable(self, n_val: int, candidates: int = 2) -> str | None:
         """Why a validation split of `n_val` questions can only ever keep the simplest candidate (None when a
@@ -54,12 +54,22 @@ class SelectionRule:
         needed = self.smallest_decisive(candidates)
         if n_val >= needed:
             return None
-        return (f"on {n_val} validation question(s) the rule can only keep {self.simplest}: even a candidate right on "
-                f"every question where {self.simplest} is wrong needs {needed} before its confidence sequence can "
-                "say it is better")
+        return (f"on {n_val} validation question(s) the rule can only keep {self.simplest}: even a candidate better "
+                f"on every question by the most its measure allows needs {needed} before its test can say it is "
+                "better")
 
     def to_dict(self) -> dict:
         return {**asdict(self), "text": self.describe()}
+
+
+def fewest_to_decide(alpha_each: float) -> int:
+    """The fewest paired questions on which the betting test at `alpha_each` can say better: every difference the
+    largest the measure allows (the same count on every bounded measure, the test reading x = (d + c) / 2c)."""
+    test = BettingTest(1.0, alpha_each)
+    for _ in range(10_000):
+        if test.update(1.0) != "undecided":
+            return test.decided_at
+    return 10_000
 
 
 def _scores(rows: list[dict], candidates: list[str], declared: dict[str, float]) -> dict[str, dict]:
@@ -87,7 +97,7 @@ def select(rows: list[dict], candidates: list[str], rule: SelectionRule, seed: i
     order = list(order or sorted({r["question_id"] for r in rows}))
     others = [m for m in candidates if m != simplest]
     sequences = compare_sequences({m: (grouped.get(m, {}), grouped.get(simplest, {})) for m in others}, order,
-                                  rule.alpha) if others else {"comparisons": {}}
+                                  rule.alpha, decide_on=rule.decide_on) if others else {"comparisons": {}}
 
     def rank(method: str) -> tuple:
         s = scores[method]

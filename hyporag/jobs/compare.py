@@ -1,87 +1,93 @@
 """Deciding with the fewest questions: `hyporag.compare(new_run, old_run)` (the regression gate of a CI job), and
-the stop rule of `eval --until-decided`: after each question, every comparison (each method against the baseline,
-or against itself in `--against`'s run) is read as confidence sequences; the run stops once all are decided.
+the stop rule of `eval --until-decided`, which before each question reads the run's comparisons exactly as its
+report will (hyporag.eval.decisions: the same methods, the same alpha split, each pair on what its two sides
+answered) and stops once every comparison this invocation can still move is decided.
 
     result = hyporag.compare("runs/today", "runs/last-release")
-    result["comparisons"]["hcqr"]["outcome"]  # better, worse, equivalent, undecided (or mixed)
+    result["comparisons"]["hcqr"]["outcome"]  # better, worse, equivalent or undecided, on the deciding measure
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hyporag.eval.comparisons import ALPHA, paired_sequences
-from hyporag.eval.regression import compare_rows, compare_runs, order_of
-from hyporag.eval.results_store import read_run_settings
-from hyporag.eval.run_report import current_rows
-from hyporag.eval.sequential import DELTAS
-from hyporag.foundation.atomic import write_json_atomic
+from hyporag.eval.comparisons import ALPHA
+from hyporag.eval.decisions import decisions_of
+from hyporag.eval.regression import MIN_PAIRED, compare_runs, order_of
+from hyporag.eval.run_rows import current_rows
 from hyporag.foundation.errors import HyporagError
 from hyporag.jobs.settings import EvalSettings
 
 
-def compare(run_a: str | Path, run_b: str | Path, alpha: float = ALPHA,
-            deltas: dict[str, float] | None = None) -> dict[str, Any]:
+def compare(run_a: str | Path, run_b: str | Path, alpha: float = ALPHA, delta: float | None = None,
+            decide_on: str | None = None, min_paired: int = MIN_PAIRED) -> dict[str, Any]:
     """Each method that both runs hold, run_a's rows against run_b's (a − b), paired by question: its outcome and
-    the question it was decided at, the sequences on accuracy, log p(gold) and margin, and the fixed-n tests."""
-    return compare_runs(run_a, run_b, alpha, deltas)
+    the question it was decided at on the deciding measure, the other measures beside it, and the fixed-n tests.
+    Refused when no method pairs on `min_paired` questions."""
+    settings = EvalSettings(alpha=alpha, delta=delta, decide_on=decide_on, min_paired=min_paired)
+    return compare_runs(run_a, run_b, alpha, deltas_of(settings), decide_on, min_paired)
 
 
 def deltas_of(settings: EvalSettings) -> dict[str, float]:
-    return {**DELTAS, **({"accuracy": settings.delta} if settings.delta is not None else {}),
-            **({"log_p_gold_clipped": settings.delta_lead} if settings.delta_lead is not None else {})}
+    """The equivalence margin a run gives its deciding measure, keyed by the measure (none given: its own)."""
+    return {settings.deciding.name: settings.delta} if settings.delta is not None else {}
 
 
-def all_decided(sequences: dict[str, Any]) -> bool:
-    comparisons = (sequences or {}).get("comparisons") or {}
-    return bool(comparisons) and all(c["outcome"] != "undecided" for c in comparisons.values())
+def sequential_record(settings: EvalSettings) -> dict[str, Any]:
+    """run.json's `sequential`: the rule every reading of the run uses (the report, the page, a resume)."""
+    return {"alpha": settings.alpha, "deltas": deltas_of(settings), "decide_on": settings.decide_on,
+            "until_decided": settings.until_decided, "max_questions": settings.max_questions,
+            **({"against": str(settings.against)} if settings.against else {})}
 
 
-def stop_rule(settings: EvalSettings, methods: list[str], baseline: str, order: list[str],
-              fingerprints: dict[str, str]) -> Callable[[list[dict]], bool]:
-    """The `until` of an `--until-decided` run: True once every comparison is decided on the rows so far (the
-    questions every method has answered, in the run's seeded order)."""
-    deltas = deltas_of(settings)
+class StopRule:
+    """The `until` of an `--until-decided` run: before each question, every comparison of the run read as the report
+    reads it; True once each one whose two sides this invocation answers is decided (a comparison of methods it
+    does not run cannot change, and shares alpha all the same)."""
 
-    def current(rows: list[dict]) -> list[dict]:
-        return [r for r in rows if r["method"] in methods
-                and r.get("question_fingerprint") == fingerprints.get(r["question_id"])]
+    def __init__(self, settings: EvalSettings, methods: list[str], baseline: str):
+        self.methods = set(methods)
+        self.baseline = baseline
+        self.against_rows = current_rows(settings.against)[1] if settings.against else None
+        if self.against_rows is None and baseline not in self.methods:
+            raise HyporagError(f"--until-decided compares every method with the baseline ({baseline}), which this "
+                               f"run does not have ({', '.join(methods)}); add it to --methods, set --baseline, or "
+                               "give --against an earlier run")
 
-    if settings.against:
-        _, old_rows, _, _ = current_rows(settings.against)
-        by_fingerprint = [fingerprints[q] for q in order if q in fingerprints]
+    def decisions(self, settings: dict[str, Any], rows: list[dict]) -> dict[str, Any]:
+        return decisions_of(settings, rows, self.against_rows)
 
-        def against_old(rows: list[dict]) -> bool:
-            return all_decided(compare_rows(current(rows), old_rows, by_fingerprint, settings.alpha, deltas))
+    def live(self, decisions: dict[str, Any]) -> dict[str, dict]:
+        """The comparisons this invocation answers both sides of."""
+        return {name: c for name, c in (decisions.get("comparisons") or {}).items() if name in self.methods}
 
-        return against_old
-    if baseline not in methods:
-        raise HyporagError(f"--until-decided compares every method with the baseline ({baseline}), which this run "
-                           f"does not have ({', '.join(methods)}); add it to --methods, set --baseline, or give "
-                           "--against an earlier run")
+    def __call__(self, settings: dict[str, Any], rows: list[dict]) -> bool:
+        live = self.live(self.decisions(settings, rows))
+        return bool(live) and all(c["outcome"] != "undecided" for c in live.values())
 
-    def decided(rows: list[dict]) -> bool:
-        return all_decided(paired_sequences(current(rows), baseline, order, settings.alpha, deltas))
+    def record(self, settings: dict[str, Any], rows: list[dict]) -> dict[str, Any]:
+        """run.json's changes once the run stops: the questions every method of this invocation answered (the
+        run's n from now on, so its report is of a finished run), why it stopped, and each comparison's outcome at
+        the stop."""
+        decisions = self.decisions(settings, rows)
+        live = self.live(decisions)
+        decided = bool(live) and all(c["outcome"] != "undecided" for c in live.values())
+        finished: dict[str, set[str]] = {}
+        for row in rows:
+            finished.setdefault(row["question_id"], set()).add(row["method"])
+        fingerprints = settings.get("question_fingerprints") or {}
+        asked = [q for q in fingerprints if finished.get(q, set()) >= self.methods]
+        undecided_elsewhere = [n for n, c in (decisions.get("comparisons") or {}).items()
+                               if n not in live and c["outcome"] == "undecided"]
+        reason = ("every comparison decided" if decided and not undecided_elsewhere else
+                  "every comparison this run answers decided; undecided, of methods it did not run: "
+                  + ", ".join(undecided_elsewhere) if decided else
+                  "the question list or --max-questions ended first")
+        at_stop = {n: {"outcome": c["outcome"], "decided_at": c["decided_at"], "by": c["by"]}
+                   for n, c in (decisions.get("comparisons") or {}).items()}
+        rule = {**(settings.get("sequential") or {}), "stopped_at": len(asked), "reason": reason, "at_stop": at_stop}
+        return {"n": len(asked), "question_fingerprints": {q: fingerprints[q] for q in asked}, "sequential": rule}
 
-    return decided
 
-
-def record_stop(out: Path, rows: list[dict], methods: list[str], decided: bool) -> dict[str, Any]:
-    """run.json's account of an `--until-decided` run once it stops: the questions every method answered (the run's
-    n from now on, so its report is of a finished run), and why it stopped."""
-    settings = read_run_settings(out)
-    finished: dict[str, set[str]] = {}
-    for row in rows:
-        finished.setdefault(row["question_id"], set()).add(row["method"])
-    asked = [q for q in settings.get("question_fingerprints") or {} if finished.get(q, set()) >= set(methods)]
-    rule = {**(settings.get("sequential") or {}), "stopped_at": len(asked),
-            "reason": "every comparison decided" if decided else "the question list or --max-questions ended first"}
-    kept = {q: f for q, f in (settings.get("question_fingerprints") or {}).items() if q in set(asked)}
-    write_json_atomic(out / "run.json", {**settings, "n": len(asked), "question_fingerprints": kept,
-                                         "sequential": rule})
-    return rule
-
-
-__all__ = ["compare", "order_of", "record_stop", "stop_rule"]
+__all__ = ["StopRule", "compare", "order_of", "sequential_record"]

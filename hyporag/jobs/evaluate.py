@@ -18,13 +18,13 @@ from typing import Any
 
 from hyporag.eval.ci_gate import check_bars, refuse_unknown_bars, write_junit, write_junit_error
 from hyporag.eval.engine import record_run, refuse_all_errored
-from hyporag.eval.regression import compare_runs, gate, write_gate_junit
+from hyporag.eval.regression import compare_runs, gate
 from hyporag.eval.results_store import read_run_settings
 from hyporag.eval.run_report import report_from_dir
+from hyporag.eval.run_rows import current_rows
 from hyporag.eval.shards import Shard
 from hyporag.eval.summary import MethodSummary
 from hyporag.eval.viewer import write_view
-from hyporag.foundation.atomic import write_json_atomic
 from hyporag.foundation.errors import HyporagError
 from hyporag.jobs.builders import (
     artifact_config,
@@ -35,7 +35,7 @@ from hyporag.jobs.builders import (
     load_frozen,
     select_examples,
 )
-from hyporag.jobs.compare import deltas_of, record_stop, stop_rule
+from hyporag.jobs.compare import StopRule, deltas_of, sequential_record
 from hyporag.jobs.decision_plan import decision_plan
 from hyporag.jobs.run_config import RunConfig
 from hyporag.jobs.settings import EvalSettings
@@ -105,15 +105,14 @@ def evaluate(run: RunConfig, settings: EvalSettings | None = None, roles=None, e
 
 
 def run_evaluation(programs: dict, examples: Sequence, out: str | Path, settings: dict[str, Any], threads: int = 1,
-                   progress: bool = True, judge=None, debug: bool = False, until=None) -> dict:
-    """The engine answers and keeps the run record; the summary files and the page are then drawn from that record
-    alone (as `hyporag report` and `view` draw them): every method the directory holds, on the questions they all
-    answered. A method all of whose questions errored fails the run after its record and report are written. With
-    `until` (eval --until-decided), run.json records where the run stopped and why before the report is drawn."""
+                   progress: bool = True, judge=None, debug: bool = False, until: StopRule | None = None,
+                   finish=None) -> dict:
+    """The engine answers and keeps the run record (run.json written by its store alone: with `until`, eval
+    --until-decided's stop and why; with `finish`, what each endpoint served); the summary files and the page are
+    then drawn from that record alone (as `hyporag report` and `view` draw them). A method all of whose questions
+    errored fails the run after its record and report are written."""
     record = record_run(programs, examples, out, settings, threads=threads, progress=progress, judge=judge,
-                        debug=debug, until=until)
-    if until is not None:
-        record_stop(record.out, record.rows, list(programs), until(record.rows))
+                        debug=debug, until=until, finish=finish)
     report = report_from_dir(record.out)
     report["view"] = str(write_view([record.out], questions=record.questions))
     refuse_all_errored(record.rows, record.out)
@@ -164,11 +163,10 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
                     "effective": {m: settings_of(p, effective=True) for m, p in programs.items()},
                     "skipped_too_long": planned - len(examples), "context_check": context_check,
                     "code_version": code_version(), **({"shard": shard_record} if shard else {}),
-                    "sequential": {"alpha": settings.alpha, "deltas": deltas_of(settings),
-                                   "until_decided": settings.until_decided, "max_questions": settings.max_questions,
-                                   **({"against": str(settings.against)} if settings.against else {})}}
-        until = stop_rule(settings, list(programs), run.control.baseline, [e.id for e in examples],
-                          {e.id: question_fingerprint(e) for e in examples}) if settings.until_decided else None
+                    "sequential": sequential_record(settings)}
+        if settings.against:  # a baseline that cannot gate is refused before the first call, not after the last
+            check_against(settings, list(programs), examples)
+        until = StopRule(settings, list(programs), run.control.baseline) if settings.until_decided else None
         for line in filter(None, (cost_note(m, p) for m, p in programs.items())):
             print(line, file=sys.stderr)
         plan = decision_plan(settings, list(programs), run.control.baseline, len(examples),
@@ -181,28 +179,48 @@ def _evaluate(run: RunConfig, settings: EvalSettings, roles, examples, programs,
                 "dataset", "n", "seed", "methods", "lms", "adapters", "budget", "retriever", "dur",
                 "index_fingerprint", "program")}))
         judge = ContextJudge(roles.judge) if run.control.dur else None
-        earlier = _recorded_endpoints(out)
-        try:
-            report = run_evaluation(programs, examples, out, recorded, threads=run.control.threads, judge=judge,
-                                    progress=progress, debug=run.control.debug, until=until)
-        finally:  # a run stopped by a dead pool keeps what each endpoint served, for the resume to add to
-            endpoints = _record_endpoints(out, roles, earlier)
+        served: dict[str, Any] = {}
+
+        def finish(previous: dict | None) -> dict:  # a run stopped by a dead pool keeps what each endpoint served
+            served.update(merged_endpoints((previous or {}).get("endpoints") or {}, roles))
+            return {"endpoints": served} if served else {}
+
+        report = run_evaluation(programs, examples, out, recorded, threads=run.control.threads, judge=judge,
+                                progress=progress, debug=run.control.debug, until=until, finish=finish)
         record_run_speed(roles, report, recorded)  # seconds per call at this budget, for fit's estimate
+        failures, comparison = check_bars(report["methods"], settings.fail_under), None
+        if settings.against:  # the regression gate: each method against itself in the earlier run
+            comparison = compare_runs(out, settings.against, settings.alpha, deltas_of(settings), settings.decide_on,
+                                      settings.min_paired)
+            gated = gate(comparison, settings.fail_if_worse, settings.min_paired)
+            failures += gated
     except (HyporagError, KeyboardInterrupt) as exc:
         if settings.junit:  # every outcome writes the file: an older one must never stand for this run
             code = 130 if isinstance(exc, KeyboardInterrupt) else exc.exit_code
             write_junit_error(settings.junit, suite, str(exc) or "interrupted", code)
         raise
-    failures = check_bars(report["methods"], settings.fail_under)
-    comparison = None
-    if settings.against:  # the regression gate: each method against itself in the earlier run
-        comparison = compare_runs(out, settings.against, settings.alpha, deltas_of(settings))
-        failures += gate(comparison, settings.fail_if_worse)
     if settings.junit:
-        write_junit(settings.junit, report["methods"], settings.fail_under, suite=suite)
-        if comparison is not None:
-            write_gate_junit(settings.junit, comparison, failures, suite)
-    return EvalReport(out, report, size, failures, endpoints, comparison)
+        write_junit(settings.junit, report["methods"], settings.fail_under, suite, comparison,
+                    gated if comparison is not None else ())
+    return EvalReport(out, report, size, failures, served, comparison)
+
+
+def check_against(settings: EvalSettings, methods: list[str], examples: Sequence) -> None:
+    """`--against`'s run must be readable, hold a method of this run, and share at least `min_paired` of this run's
+    questions (by content): otherwise the gate could only ever pair nothing, and "undecided" would pass it."""
+    _, rows, _, _ = current_rows(settings.against)
+    if not rows:
+        raise HyporagError(f"--against {settings.against}: it holds no result rows to compare with")
+    mine = {question_fingerprint(e) for e in examples}
+    theirs = {r.get("question_fingerprint") for r in rows if r["method"] in methods}
+    if not theirs:
+        raise HyporagError(f"--against {settings.against}: it holds none of this run's methods "
+                           f"({', '.join(methods)}); its methods are {', '.join(sorted({r['method'] for r in rows}))}")
+    shared = len(mine & theirs)
+    if shared < settings.min_paired:
+        raise HyporagError(f"--against {settings.against}: it answered {shared} of this run's {len(mine)} "
+                           f"questions, fewer than the {settings.min_paired} a comparison needs (--min-paired); is it "
+                           "a run of the same dataset?")
 
 
 def _methods_in(out: Path) -> list[str]:
@@ -213,32 +231,18 @@ def _methods_in(out: Path) -> list[str]:
         return []
 
 
-def _recorded_endpoints(out: Path) -> dict:
-    """What earlier sessions of this run recorded per endpoint (run.json is rewritten when a session starts)."""
-    try:
-        return read_run_settings(out).get("endpoints") or {}
-    except (OSError, HyporagError):
-        return {}
-
-
-def _record_endpoints(out: Path, roles, earlier: dict) -> dict:
+def merged_endpoints(earlier: dict, roles) -> dict:
     """run.json's `endpoints`: per LM over several servers, each endpoint's calls, tokens, seconds and failures,
-    this session's added to earlier sessions'."""
-
+    this session's added to earlier sessions' (empty when nothing was served this session)."""
     usage = roles.endpoint_usage() if hasattr(roles, "endpoint_usage") else {}
     if not any(c["calls"] or c["failures"] for e in usage.values() for c in e["endpoints"].values()):
-        return {}  # nothing served this session (a refused start must not touch another run's run.json)
+        return {}  # nothing served this session
     for spec, entry in usage.items():
         before = (earlier.get(spec) or {}).get("endpoints") or {}
         for base, counts in entry["endpoints"].items():
             for key, value in (before.get(base) or {}).items():
                 if isinstance(value, (int, float)) and key in counts:
                     counts[key] = round(counts[key] + value, 3)
-    try:
-        settings = read_run_settings(out)
-    except (OSError, HyporagError):
-        return usage
-    write_json_atomic(out / "run.json", {**settings, "endpoints": usage})
     return usage
 
 

@@ -23,7 +23,7 @@ from hyporag.foundation.errors import BackendError, ConfigError, HyporagError
 from hyporag.jobs.builders import build_program, build_retriever
 from hyporag.jobs.evaluate import as_roles, run_evaluation, run_record
 from hyporag.jobs.fit_plan import Deadline, FitPlan, FitResult, FitState, fit_questions, run_stage
-from hyporag.jobs.fit_race import race
+from hyporag.jobs.fit_race import race, race_is_possible
 from hyporag.jobs.fit_report import confirmation, write_candidates_report
 from hyporag.jobs.optimizing import refuse_unreadable_objective, tune_modes
 from hyporag.jobs.run_config import RunConfig
@@ -137,9 +137,16 @@ def fit_candidates(settings: FitSettings, run: RunConfig, roles, fit_one: Callab
         racing, key=lambda m: (per_question[m], racing.index(m)))
     if blind:  # the pick cannot leave the simplest: tuning the others would buy nothing
         racing = [simplest]
-    # validation first: its untuned answers are each study's trial 0, so a short race costs no extra call
-    raced = run_stage(state, "race", lambda: {**race(racing, parts["val"] + parts["train"], out / "race", run, roles,
-                                                     retriever, rule.alpha, run.control.threads, simplest),
+    pointless = race_is_possible(len(racing), len(parts["val"]), rule.alpha) if len(racing) > 1 else None
+    if pointless:
+        _log(f"fit: {pointless}")
+    # validation alone races: its untuned answers are each study's trial 0, so a race costs no extra call
+    raced = run_stage(state, "race", lambda: {**({"summary": f"skipped: {pointless}", "survivors": racing,
+                                                  "dropped": {}, "questions": {}, "calls": {}, "alpha": rule.alpha,
+                                                  "pairs": 0, "race_questions": 0, "skipped": pointless}
+                                                 if pointless else
+                                                 race(racing, parts["val"], out / "race", run, roles, retriever,
+                                                      rule.alpha, run.control.threads, simplest)),
                                               "capped": capped, "not_tuned_too_few": blind is not None},
                       _log, STAGES, deadline)
     failed = {} if state.done("candidates") else fit_each(raced["survivors"], simplest, settings, run, roles, fit_one,

@@ -1,17 +1,19 @@
-"""The race before a several-candidate fit spends on tuning: every candidate's untuned program (its preset, what a
-study's trial 0 would run) answers the validation questions, then the train questions, in the split's seeded order
-(validation first: those answers are each study's trial 0, so a short race costs nothing tuning would not), every
-candidate each question, and after each question every pair of candidates still running is read as confidence sequences
-(hyporag.eval.comparisons: accuracy and clipped log p(gold)). A candidate whose sequence against another lies below
-0 is surely worse than it and stops there; the others go on, until one is left or the questions end. Only the
-survivors are tuned and compiled. When the validation split is too small for any candidate to replace the simplest,
-the fit races nothing and tunes the simplest alone. The simplest candidate (the one a pick is measured against) is
-never dropped: the validation rule and the held-out comparison need it tuned like the others.
+"""The race before a several-candidate fit spends on tuning: successive elimination. Every candidate's untuned
+program (its preset, what a study's trial 0 would run) answers the validation questions in the split's seeded
+order, every candidate each question, and after each question every pair of candidates still running is compared on
+the deciding measure (hyporag.eval.comparisons: p(gold), or accuracy where the rows hold no option probabilities) by
+the betting test; a candidate the test says is worse than another stops there. The others go on, until one is left
+or the questions end. Only validation races: those answers are each study's trial 0, so the race costs no call
+tuning would not make, and train questions (which the teleprompter reads a few of) do not vote. A race that could
+not drop anything at the split's size (even a candidate worse on every question by the most the measure allows
+would not be decided) is skipped, and the plan says so. Only the survivors are tuned and compiled. The simplest
+candidate (the one a pick is measured against) is never dropped: the validation rule and the held-out comparison
+need it tuned like the others.
 
-The guarantee: alpha is split over every pair of the starting candidates and both measures (Bonferroni), so the
-chance that any candidate is dropped while it is in fact not worse than the one that dropped it is at most alpha.
-What a race of untuned programs cannot see: a candidate that tuning would have rescued (its numbers or prompts made
-it better than its preset) is dropped on its preset's showing. Held-out questions never enter the race.
+The guarantee: alpha is split over every pair of the starting candidates (Bonferroni), so the chance that any
+candidate is dropped while it is in fact not worse than the one that dropped it is at most alpha. What a race of
+untuned programs cannot see: a candidate that tuning would have rescued (its numbers or prompts made it better than
+its preset) is dropped on its preset's showing. Held-out questions never enter the race.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from hyporag.eval.paper_analyses import by_method
 from hyporag.eval.row import ResultRow
 from hyporag.jobs.builders import build_program
 from hyporag.jobs.evaluate import run_record
+from hyporag.optimizers.selection import fewest_to_decide
 from hyporag.questions.records import question_fingerprint
 
 
@@ -75,6 +78,32 @@ def drops_in(rows: list[dict], methods: list[str], order: list[str], alpha: floa
     return {**dropped, **errored}
 
 
+def race_is_possible(candidates: int, questions: int, alpha: float = ALPHA) -> str | None:
+    """Why a race of `candidates` on `questions` could drop nothing (None when it could)."""
+    needed = fewest_to_decide(alpha / max(1, len(pairs_of(list(range(candidates))))))
+    if questions >= needed:
+        return None
+    return (f"a race of {candidates} candidates on {questions} validation question(s) could drop none (even one "
+            f"worse on every question by the most its measure allows needs {needed}); skipped, every candidate is "
+            "tuned")
+
+
+class RaceRule:
+    """The engine's `until` for a race: before each question, the candidates still running (a list), or True once
+    one is left."""
+
+    def __init__(self, methods: list[str], order: list[str], alpha: float, keep: str | None):
+        self.methods, self.order, self.alpha, self.keep = methods, order, alpha, keep
+
+    def __call__(self, settings: dict, rows: list[dict]) -> bool | list[str]:
+        dropped = drops_in(rows, self.methods, self.order, self.alpha, self.keep)
+        left = [m for m in self.methods if m not in dropped]
+        return True if len(left) <= 1 else left
+
+    def record(self, settings: dict, rows: list[dict]) -> dict:
+        return {}  # the race's own record is the fit's race stage
+
+
 def race(methods: list[str], questions: list, out: Path, run, roles, retriever, alpha: float = ALPHA,
          threads: int = 1, keep: str | None = None) -> dict[str, Any]:
     """Race the candidates' untuned programs on `questions` into `out` (a results directory, resumable); the
@@ -90,12 +119,8 @@ def race(methods: list[str], questions: list, out: Path, run, roles, retriever, 
         return [r for r in rows if r["method"] in programs
                 and r.get("question_fingerprint") == fingerprints.get(r["question_id"])]
 
-    def still_running(rows: list[dict]) -> bool | list[str]:
-        dropped = drops_in(current(rows), methods, order, alpha, keep)
-        left = [m for m in methods if m not in dropped]
-        return True if len(left) <= 1 else left
-
-    record = record_run(programs, questions, out, recorded, threads=threads, progress=True, until=still_running)
+    record = record_run(programs, questions, out, recorded, threads=threads, progress=True,
+                        until=RaceRule(methods, order, alpha, keep))
     rows = current(record.rows)
     dropped = drops_in(rows, methods, order, alpha, keep)
     typed = [ResultRow.of(r) for r in rows]

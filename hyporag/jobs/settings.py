@@ -13,6 +13,8 @@ from typing import Any, ClassVar
 
 from hyporag.eval.ci_gate import parse_bars
 from hyporag.eval.dspy_metrics import METRICS, OBJECTIVES
+from hyporag.eval.measures import DEFAULT_DECIDING, REGISTRY, measure_named
+from hyporag.eval.regression import MIN_PAIRED
 from hyporag.eval.shards import Shard
 from hyporag.foundation.errors import ConfigError
 from hyporag.foundation.settings import above, at_least, setting
@@ -59,29 +61,41 @@ class EvalSettings(JobSettings):
                                 "--out and join them with hyporag merge)")
     until_decided: bool = setting(False, flag="--until-decided", help="answer the seeded questions in order and stop "
                                   "once every method's comparison with the baseline (or with itself in --against's "
-                                  "run) is decided: better, worse, or equivalent within --delta, by confidence "
-                                  "sequences valid however often they are read")
-    delta: float | None = setting(None, flag="--delta", rule=above(0), help="accuracy difference within which two "
-                                  "methods count as equivalent (default 0.05)")
-    delta_lead: float | None = setting(None, flag="--delta-lead", rule=above(0), help="log p(gold) difference "
-                                       "within which two methods count as equivalent (default 0.1)")
+                                  "run) is decided: better or worse by a betting test, or equivalent within --delta "
+                                  "by a confidence sequence, both valid however often they are read")
+    decide_on: str | None = setting(None, flag="--decide-on", metavar="MEASURE", rule=lambda v: None if v in REGISTRY
+                                    else f"no deciding measure {v!r} (registered: {', '.join(REGISTRY)})",
+                                    help="the measure every comparison is decided on: "
+                                    f"{', '.join(REGISTRY)} (default p_gold, or accuracy when the rows hold no "
+                                    "option probabilities); the others are shown beside it")
+    delta: float | None = setting(None, flag="--delta", help="difference on the deciding measure within which two "
+                                  "methods count as equivalent (default the measure's own: 0.05 for p_gold and "
+                                  "accuracy); it must lie inside the measure's range")
     max_questions: int | None = setting(None, flag="--max-questions", rule=at_least(1), help="with --until-decided: "
                                         "stop after this many questions, decided or not")
-    assume_effect: float | None = setting(None, flag="--assume-effect", metavar="D", rule=lambda v: None if 0 < v <= 0.3
-                                          else "must be an accuracy difference in (0, 0.3]", help="before the "
-                                          "run, print how many questions and LM calls deciding an accuracy "
-                                          "difference of D is expected to take (--until-decided assumes 0.1)")
+    assume_effect: float | None = setting(None, flag="--assume-effect", metavar="D", rule=above(0), help="before the "
+                                          "run, print how many questions and LM calls deciding a difference of D on "
+                                          "the deciding measure is expected to take (--until-decided assumes the "
+                                          "measure's planning effect)")
     plan_from: str | None = setting(None, flag="--plan-from", metavar="RUN_DIR", help="before the run, print how "
                                     "many questions and LM calls each comparison is expected to take, resampling "
                                     "its paired questions in an earlier run")
     alpha: float = setting(0.05, flag="--alpha", rule=lambda v: None if 0 < v < 1 else "must be between 0 and 1",
-                           help="the error budget every report's sequences share (default 0.05)")
+                           help="the error budget every report's comparisons share (default 0.05)")
     against: str | None = setting(None, flag="--against", metavar="RUN_DIR", help="compare each method with itself "
                                   "in an earlier run, paired by question: a regression gate")
     fail_if_worse: float | None = setting(None, flag="--fail-if-worse", metavar="D", rule=at_least(0),
-                                          help="with --against: exit 1 when a method's accuracy is worse than the "
-                                          "earlier run's by more than D with the error guarantee (0: worse beyond "
-                                          "chance)")
+                                          help="with --against: exit 1 when a method is worse than in the earlier "
+                                          "run by more than D on the deciding measure, with the error guarantee (0: "
+                                          "worse beyond chance)")
+    min_paired: int = setting(MIN_PAIRED, flag="--min-paired", rule=at_least(1), help="with --against: a method "
+                              f"paired on fewer questions with the earlier run fails the gate (default {MIN_PAIRED})")
+
+    @property
+    def deciding(self):
+        """The deciding measure's registry entry (the default's when none is named: its fallback, accuracy, has the
+        same range)."""
+        return measure_named(self.decide_on or DEFAULT_DECIDING)
 
     def check(self) -> None:
         super().check()
@@ -89,6 +103,12 @@ class EvalSettings(JobSettings):
             self.refuse("fail_if_worse", "needs --against, the run to compare with")
         if self.max_questions is not None and not self.until_decided:
             self.refuse("max_questions", "is --until-decided's budget; use --limit for a fixed number of questions")
+        for name in ("delta", "assume_effect", "fail_if_worse"):
+            value = getattr(self, name)
+            if value is not None and (name != "fail_if_worse" or value > 0):
+                problem = self.deciding.check_delta(value, self.place(name))
+                if problem:
+                    raise ConfigError(problem)
         for method, bar in self.fail_under.items():  # checked before any call, as --fail-under is
             if isinstance(bar, bool) or not isinstance(bar, (int, float)) or not 0.0 <= bar <= 1.0:
                 self.refuse("fail_under", f"{method} = {bar!r}: an accuracy bar is a number in [0, 1] (0.55, not 55)")

@@ -4,7 +4,7 @@ llama.cpp HTTP server of an embedded model on 127.0.0.1 (`llama_server`); a smal
 replies, reported models, logprobs and faults you choose (`fake_openai`); and a recorder/replayer of an engine's
 requests (`replay`). hyporag's own tests and benches use these same ones."""
 
-from hyporag.testing.fake_openai import Served, fake_openai
+from hyporag.testing.fake_openai import Faults, Served, fake_openai
 from hyporag.testing.llama_server import ALIAS, SMALL_MODEL, free_port, llama_server, wait_until_serving
 from hyporag.testing.method_check import (
     PASSAGES,
@@ -18,6 +18,6 @@ from hyporag.testing.method_check import (
 )
 from hyporag.testing.replay import RecordingServer, replay, reply_text
 
-__all__ = ["ALIAS", "PASSAGES", "QUESTIONS", "SMALL_MODEL", "RecordingServer", "Served", "check_method",
+__all__ = ["ALIAS", "Faults", "PASSAGES", "QUESTIONS", "SMALL_MODEL", "RecordingServer", "Served", "check_method",
            "dummy_roles", "fake_openai", "free_port", "llama_server", "replay", "reply_text", "tiny_corpus",
            "tiny_questions", "tiny_retriever", "wait_until_serving", "write_jsonl"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hyporag.eval.sequential import BettingCS, combined, outcome_of, read_sequence
+from hyporag.eval.sequential import BettingCS, outcome_of
 
 REFERENCE = Path(__file__).parent / "fixtures" / "betting_cs_reference.json"
 
@@ -56,13 +56,31 @@ def test_monitored_after_every_question_it_misses_the_true_mean_at_most_alpha_of
 
 
 def test_outcomes_are_better_worse_equivalent_or_undecided():
+    from hyporag.eval.comparisons import decide_stream
+    from hyporag.eval.measures import measure_named
+
+    accuracy = measure_named("accuracy")
+
+    def read(values, delta=0.05):
+        return decide_stream(values, list(range(1, len(values) + 1)), accuracy, 0.05, delta)
+
     assert outcome_of(0.01, 0.3, 0.05) == "better" and outcome_of(-0.3, -0.01, 0.05) == "worse"
     assert outcome_of(-0.04, 0.03, 0.05) == "equivalent" and outcome_of(-0.2, 0.1, 0.05) == "undecided"
-    clear = read_sequence([1.0] * 30 + [0.0] * 30, "accuracy", alpha=0.05)
-    assert clear.outcome == "better" and 5 < clear.decided_at < 30 and clear.lower > 0
-    ties = read_sequence([0.0] * 400, "accuracy", alpha=0.05, delta=0.05)
+    clear = read([1.0] * 30 + [0.0] * 30)
+    assert clear.outcome == "better" and 5 < clear.decided_at < 30 and clear.history[0]["outcome"] == "better"
+    ties = read([0.0] * 400)
     assert ties.outcome == "equivalent" and ties.decided_at < 400 and ties.lower > -0.05 and ties.upper < 0.05
-    few = read_sequence([1.0, -1.0, 0.0, 1.0], "accuracy", alpha=0.05)
-    assert few.outcome == "undecided" and few.decided_at is None and few.n == 4
-    assert combined([clear, few]) == ("better", clear.decided_at)
-    assert combined([ties, ties]) == ("equivalent", ties.decided_at)
+    few = read([1.0, -1.0, 0.0, 1.0])
+    assert few.outcome == "undecided" and few.decided_at is None and few.paired == 4
+
+
+def test_an_early_equivalent_is_refined_by_a_later_better_and_both_are_said():
+    """Ties for a long while, then a small real difference: equivalent (inside +-delta) first, better later; the
+    history keeps both, since the sequence and the test each hold at every question."""
+    from hyporag.eval.comparisons import decide_stream
+    from hyporag.eval.measures import measure_named
+
+    values = [0.0] * 300 + [1.0, 0.0, 0.0, 0.0] * 150
+    decision = decide_stream(values, list(range(1, len(values) + 1)), measure_named("accuracy"), 0.05, 0.2)
+    assert [h["outcome"] for h in decision.history] == ["equivalent", "better"]
+    assert decision.outcome == "better" and decision.decided_at == decision.history[1]["question"] > 300

@@ -35,7 +35,7 @@ def test_a_candidate_wrong_on_every_question_is_dropped_early_and_the_others_go_
     at = dropped["misleader"]["question"]
     assert at <= 16 and raced["questions"]["misleader"] == at
     assert raced["survivors"] == ["rag", "oracle"]
-    assert raced["questions"]["rag"] == raced["questions"]["oracle"] == raced["race_questions"] == 45
+    assert raced["questions"]["rag"] == raced["questions"]["oracle"] == raced["race_questions"] == 15  # validation
     assert (out / "candidates" / "oracle" / "artifact").is_dir() and not (out / "candidates" / "misleader").exists()
     rows = [json.loads(line) for line in (out / "race" / "results.jsonl").read_text().splitlines()]
     order = run_order(json.loads((out / "race" / "run.json").read_text()), rows)

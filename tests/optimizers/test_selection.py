@@ -25,7 +25,7 @@ def test_an_edge_on_seven_questions_keeps_rag_and_on_forty_replaces_it():
     assert small["paired_vs_simplest"]["hcqr"]["log_p_gold_clipped"]["ci95_low"] > 0  # the interval says yes...
     assert small["chosen"] == "rag"  # ...on too few questions for a sequence to say so
     assert small["sequences_vs_simplest"]["comparisons"]["hcqr"]["outcome"] == "undecided"
-    assert "confidence sequences" in small["rule"]["text"]
+    assert "by a betting test" in small["rule"]["text"]
     large = select(_pair(40), ["rag", "hcqr"], rule, order=[f"q{i}" for i in range(40)])
     assert large["chosen"] == "hcqr" and large["verdicts"]["hcqr"] == "beats the simplest with the error guarantee"
     assert large["sequences_vs_simplest"]["comparisons"]["hcqr"]["decided_at"] <= 40
