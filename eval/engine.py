@@ -66,12 +66,7 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "passage_ids": [p["id"] for p in passages],
         "passage_scores": [round(float(p.get("score", 0.0)), 6) for p in passages],
         "passage_found_by": [list(p.get("found_by") or ()) for p in passages],  # which queries found each
-        "closed_book": getattr(prediction, "closed_book", None),
-        "passage_readings": list(getattr(prediction, "passage_readings", None) or []),
-        "mixture_weights": getattr(prediction, "mixture_weights", None),
-        "passage_pulls": passage_pulls(getattr(prediction, "passage_readings", None) or [],
-                                       getattr(prediction, "closed_book", None), example.answer),
-        "retrieved": getattr(prediction, "retrieved", None),
+        **(getattr(prediction, "reading", None) or {}),  # the answer mode's own fields (programs.answer_modes)
         "queries": getattr(prediction, "queries", None) or [],
         "hypothesis": getattr(prediction, "hypothesis", None),
         "hypothesis_option": getattr(prediction, "hypothesis_option", None),
@@ -86,6 +81,8 @@ def result_row(example: dspy.Example, method: str, prediction: dspy.Prediction |
         "cost_by_role": cost.get("by_role", {}),
         "seconds": round(seconds, 3),
     }
+    # each passage's pull, derived from the readings the answer mode kept (as belief measures are from the answer)
+    row["passage_pulls"] = passage_pulls(row.get("passage_readings") or [], row.get("closed_book"), example.answer)
     if passages:
         row.update(option_evidence(example.options, example.answer, [p["contents"] for p in passages]))
     return row

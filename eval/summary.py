@@ -56,6 +56,11 @@ class MethodSummary:
     pull_distractor: float | None = None  # ... toward another option
     pull_gold_by_judge: dict | None = None  # where the DUR judge ran: its label -> the share pulling toward gold
     retrieved_share: float | None = None  # retrieval on demand: the share of questions that retrieved
+    # does retrieval escape the reader's mistakes (eval.echo)? the hypothesis names only the closed-book answer;
+    # the options it names include gold; passages read alone that pull toward the closed-book answer
+    echo: float | None = None
+    hypothesis_names_gold: float | None = None
+    pull_closed_book: float | None = None
     sequence_outcome: str | None = None  # against the baseline, read as a confidence sequence (eval.comparisons)
     decided_at: int | None = None  # the question (in the run's order) at which it was decided
 

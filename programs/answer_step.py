@@ -9,7 +9,6 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from hyporag.lm.option_probs import TOP_LOGPROBS, letter_logprobs, wants_logprobs
-from hyporag.programs.config import PARSE_RULES  # noqa: F401 (the answer step's scoring rules, declared once)
 from hyporag.programs.protocol import FAST, Protocol, protocol_named
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import AnswerQuestion, format_options, with_letters
@@ -17,6 +16,7 @@ from hyporag.signatures.domain import Domain, for_domain
 from hyporag.signatures.paper_protocol import AnswerFromDocuments
 
 NO_CONTEXT = "(no passages)"
+PARSE_RULES = ("strict", "mirage")  # an unparseable answer: wrong, or MIRAGE's option A
 
 
 def format_context(passages: Sequence[Hit], preface: str = "") -> str:

@@ -16,10 +16,11 @@ from hyporag.foundation.errors import ConfigError
 from hyporag.lm.client import LMRoles
 from hyporag.lm.cost import CostMeter
 from hyporag.lm.engine_rules import engine_rules
-from hyporag.programs.answer_step import AnswerStep, format_context
+from hyporag.programs.answer_modes import answer_mode_for, closed_book_answer
+from hyporag.programs.answer_step import AnswerStep
 from hyporag.programs.config import ProgramConfig
 from hyporag.programs.hypothesis import Hypothesis
-from hyporag.programs.per_passage import Reading, combine, read_closed_book, read_each
+from hyporag.programs.per_passage import Reading, read_closed_book
 from hyporag.programs.protocol import Protocol
 from hyporag.retrieval.hit import Hit
 from hyporag.signatures import format_options
@@ -35,6 +36,7 @@ class Trace:
         self.hypothesis: Hypothesis | None = None
         self.fallbacks: dict[str, Any] = {}
         self.extra: dict[str, Any] = {}
+        self.closed_book: Reading | None = None  # the reader's answer without passages, where it was read first
 
     def fell_back(self, kind: str, why: str | None = None) -> None:
         """Record a fallback: with a reason it is kept (the last one), without one it is counted. Every report counts
@@ -43,15 +45,20 @@ class Trace:
 
 
 def expected_calls(program: type[MCQProgram], config: ProgramConfig) -> float:
-    """LM calls a question costs under `config`: the method's own, plus, per passage, the closed-book reading and
-    one reading per passage in place of the joint answer; answering closed-book first adds that call (at most: a
-    question the reader is sure of skips the rest)."""
-    calls = program.estimated_calls
-    if program.uses_retrieval and config.answer_mode == "per-passage":
-        calls += config.budget
-    elif program.uses_retrieval and config.retrieve_below is not None:
-        calls += 1
-    return float(calls)
+    """LM calls a question costs under `config`: the method's own retrieval calls and its answer mode's reading (at
+    most: closed-book first skips the rest where the reader is sure)."""
+    if not program.uses_retrieval:
+        return float(program.estimated_calls)
+    return float(program.retrieval_calls(config) + answer_mode_for(config).calls(config.budget)
+                 + program.closed_book_calls(config))
+
+
+def cost_note(name: str, program: Any) -> str | None:
+    """What the program's answer mode costs a question against the joint answer, said before a run."""
+    config = getattr(program, "config", None)
+    if config is None or not getattr(program, "uses_retrieval", False):
+        return None
+    return answer_mode_for(config).note(name, float(program.estimated_calls), program.calls_per_question)
 
 
 class MCQProgram(dspy.Module):
@@ -155,52 +162,41 @@ class MCQProgram(dspy.Module):
         """The settings with every derived default resolved (HCQR's k and merge under a protocol): what ran."""
         return self.settings()
 
-    # -- the pipeline -------------------------------------------------------------------------------------------
+    @classmethod
+    def retrieval_calls(cls, config: ProgramConfig) -> float:
+        """LM calls the retrieval side makes a question (the declared count, less its one joint answer)."""
+        return cls.estimated_calls - 1
+
+    @classmethod
+    def closed_book_calls(cls, config: ProgramConfig) -> float:
+        """Calls the retrieval side adds for a closed-book reading its answer mode does not read (hypotheses from the
+        reader's doubt: hcqr and chr)."""
+        return 1.0 if cls.wants_closed_book(config) and not answer_mode_for(config).needs_closed_book else 0.0
+
+    @classmethod
+    def wants_closed_book(cls, config: ProgramConfig) -> bool:
+        """Whether retrieval reads the reader's closed-book answer (a method whose hypotheses come from it)."""
+        return False
+
+    # -- the pipeline: closed-book reading where needed, retrieve, read ------------------------------------------
     def forward(self, question: str, options: dict[str, str]) -> dspy.Prediction:
         meter, trace = CostMeter(), Trace()
-        closed_book = None
-        if self.uses_retrieval and self.config.retrieve_below is not None:  # closed-book first: retrieve if unsure
+        mode = answer_mode_for(self.config)
+        if self.uses_retrieval and (mode.needs_closed_book or self.wants_closed_book(self.config)):
             with meter.step("answer"), self.role("answer"):
-                closed_book = read_closed_book(self.answer, question, options)
-            top = closed_book.top_probability
-            if top is None:
-                trace.fell_back("on_demand", "no option probabilities to judge the closed-book answer by: retrieved")
-            elif top >= self.config.retrieve_below:
-                sure = self._result(closed_book.answer, closed_book.parse_failure, closed_book.option_logprobs,
-                                    closed_book.status)
-                return self._prediction(sure, [], meter, trace, closed_book=closed_book, retrieved=False)
+                trace.closed_book = read_closed_book(self.answer, question, options)
+        fields = {"closed_book": trace.closed_book.to_dict()} if trace.closed_book else {}
+        if self.uses_retrieval and not mode.retrieves(trace.closed_book, trace):  # sure: the closed-book answer
+            return self._prediction(closed_book_answer(trace.closed_book), [], meter, trace,
+                                    {**fields, "retrieved": False})
         passages = self.retrieve(question, options, meter, trace)[: self.budget] if self.uses_retrieval else []
-        on_demand = True if self.config.retrieve_below is not None and self.uses_retrieval else None
-        if self.config.answer_mode == "per-passage" and passages:
-            with meter.step("answer"), self.role("answer"):
-                if closed_book is None:
-                    closed_book = read_closed_book(self.answer, question, options)
-                readings = read_each(self.answer, question, options, passages, self.context_preface(trace))
-            mixed = combine(closed_book, readings, list(options), self.config.prior_weight,
-                            self.config.mix_temperature, self.config.mix)
-            if mixed["voted"]:
-                trace.fell_back("vote")
-            result = self._result(mixed["answer"], mixed["answer"] is None, mixed["option_logprobs"], mixed["status"])
-            return self._prediction(result, passages, meter, trace, closed_book=closed_book, readings=readings,
-                                    weights=mixed["weights"], retrieved=on_demand)
         with meter.step("answer"), self.role("answer"):
-            answered = self.answer(question=question, options=options,
-                                   context=format_context(passages, self.context_preface(trace)))
-        result = self._result(answered.answer, answered.parse_failure, getattr(answered, "option_logprobs", None),
-                              getattr(answered, "option_logprob_status", None), getattr(answered, "reply", None),
-                              getattr(answered, "reasoning", None))
-        return self._prediction(result, passages, meter, trace, closed_book=closed_book, retrieved=on_demand)
-
-    @staticmethod
-    def _result(answer: str | None, parse_failure: bool, option_logprobs: dict | None, status: str | None,
-                reply: str | None = None, reasoning: str | None = None) -> dict:
-        """The answer step's fields, whichever step answered (joint, mixed readings or the closed-book reading)."""
-        return {"answer": answer, "parse_failure": parse_failure, "reply": reply, "reasoning": reasoning,
-                "option_logprobs": option_logprobs, "option_logprob_status": status}
+            result, own = mode.read(self.answer, question, options, passages, trace.closed_book,
+                                    self.context_preface(trace), trace)
+        return self._prediction(result, passages, meter, trace, {**fields, **own})
 
     def _prediction(self, result: dict, passages: list[Hit], meter: CostMeter, trace: Trace,
-                    closed_book: Reading | None = None, readings: list[Reading] | None = None,
-                    weights: list[float] | None = None, retrieved: bool | None = None) -> dspy.Prediction:
+                    reading: dict[str, Any]) -> dspy.Prediction:
         return dspy.Prediction(
             answer=result["answer"],
             parse_failure=bool(result["parse_failure"]),
@@ -208,10 +204,7 @@ class MCQProgram(dspy.Module):
             answer_reasoning=result.get("reasoning"),
             option_logprobs=result.get("option_logprobs"),  # the reader's belief over the options
             option_logprob_status=result.get("option_logprob_status"),
-            closed_book=closed_book.to_dict() if closed_book else None,  # the prior / the on-demand first answer
-            passage_readings=[r.to_dict() for r in readings or []],  # per-passage: each passage read alone
-            mixture_weights=weights,  # per-passage: the prior's weight, then each passage's
-            retrieved=retrieved,  # retrieval on demand: whether this question retrieved (None: not on demand)
+            reading=reading,  # the answer mode's own row fields (closed-book answer, readings, weights, retrieved)
             passages=[h.to_dict() for h in passages],
             queries=trace.queries,
             hypothesis=trace.hypothesis.to_dict() if trace.hypothesis else None,
@@ -222,4 +215,5 @@ class MCQProgram(dspy.Module):
             method=self.method,
             cost=meter.as_dict(),
             **trace.extra,
+            **reading,
         )

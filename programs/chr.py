@@ -4,6 +4,10 @@ One LM call gives H+ (the likely answer) and H− (the most plausible wrong answ
 ranked by sim(d,H+) − λ·sim(d,H−), one query vector on a dense index. λ is fixed or set per question from
 cos(ĥ+, ĥ−) by a schedule (linear, threshold, sigmoid). A mimic that is missing or (nearly) the target itself is a
 degenerate contrast: retrieval falls back to H+ alone and the row records why.
+
+With `hypothesis_from="reader"` the two hypotheses are the two options the reader's closed-book answer is most torn
+between, stated as facts in one call, and retrieval is symmetric: half the budget for each against the other (H+
+that option, H− the other, λ unchanged), so the passages can favour either.
 """
 
 from __future__ import annotations
@@ -15,12 +19,19 @@ import numpy as np
 
 from hyporag.lm.cost import CostMeter
 from hyporag.programs.base import MCQProgram, Trace
-from hyporag.programs.config import ProgramConfig, flag
-from hyporag.programs.hypothesis import Hypothesis, option_named_in
+from hyporag.programs.config import ProgramConfig, flag, hypothesis_from_flag
+from hyporag.programs.hypothesis import (
+    HYPOTHESIS_SOURCES,
+    Hypothesis,
+    doubt_hypothesis,
+    option_named_in,
+    torn_between,
+    torn_lines,
+)
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.lambda_schedule import SCHEDULES, LambdaSchedule
 from hyporag.retrieval.query import WeightedQuery
-from hyporag.signatures import ContrastiveHypotheses
+from hyporag.signatures import ContrastiveHypotheses, StatementsForDoubt
 from hyporag.signatures.paper_protocol import SpecialistContrastiveHypotheses
 
 DEGENERATE_SIMILARITY = 0.95
@@ -75,6 +86,7 @@ class CHRConfig(ProgramConfig):
     lam_max: float = flag("--lam-max", "CHR: adaptive schedules' highest λ", default=1.0)
     tau: float = flag("--tau", "CHR: threshold/sigmoid midpoint of the similarity", default=0.7)
     steepness: float = flag("--steepness", "CHR: sigmoid steepness", default=10.0)
+    hypothesis_from: str = hypothesis_from_flag()
 
     def check(self) -> None:
         super().check()
@@ -96,7 +108,8 @@ class CHRConfig(ProgramConfig):
                               tau=self.tau, steepness=self.steepness)
 
     def suggest(self, trial, modes: list[str]) -> CHRConfig:
-        config = super().suggest(trial, modes)
+        config = super().suggest(trial, modes).replace(
+            hypothesis_from=trial.suggest_categorical("hypothesis_from", list(HYPOTHESIS_SOURCES)))
         kind = trial.suggest_categorical("schedule", list(SCHEDULES))
         if kind == "fixed":
             return config.replace(schedule=kind, lam=trial.suggest_float("lam", 0.0, 2.0))
@@ -106,7 +119,8 @@ class CHRConfig(ProgramConfig):
                               steepness=trial.suggest_float("steepness", 2.0, 20.0))
 
     def trial_params(self, default_mode: str, modes: list[str]) -> dict:
-        params = {**super().trial_params(default_mode, modes), "schedule": self.schedule}
+        params = {**super().trial_params(default_mode, modes), "hypothesis_from": self.hypothesis_from,
+                  "schedule": self.schedule}
         if self.schedule == "fixed":
             return {**params, "lam": self.lam}
         return {**params, "lam_min": self.lam_min, "lam_max": self.lam_max, "tau": self.tau,
@@ -124,8 +138,18 @@ class CHR(MCQProgram):
         self.schedule = self.config.lambda_schedule
         specialist = self.config.own_rules.specialist_hypotheses  # the paper's one call, in a specialist's voice
         self.hypotheses = self.step(SpecialistContrastiveHypotheses if specialist else ContrastiveHypotheses)
+        self.doubt = self.step(StatementsForDoubt)
+
+    @classmethod
+    def wants_closed_book(cls, config: CHRConfig) -> bool:
+        return config.hypothesis_from == "reader"
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
+        if self.config.hypothesis_from == "reader":
+            torn = torn_between(trace.closed_book.distribution if trace.closed_book else None, most=2)
+            if torn is not None:
+                return self.retrieve_for_doubt(question, options, torn, meter, trace)
+            trace.fell_back("reader_hypothesis", "no option probabilities to find the reader's doubt: generated")
         result = self.query_step(self.hypotheses, meter, trace, question=question,
                                  options=self.retrieval_options(options))
         h_plus = str(getattr(result, "target_hypothesis", None) or question)
@@ -145,3 +169,30 @@ class CHR(MCQProgram):
             return self.retriever.search(h_plus, self.budget, mode=self.mode)
         query = WeightedQuery.difference(h_plus, h_minus, lam, vectors=vectors)
         return self.retriever.search_weighted([query], self.budget, mode=self.mode)[0]
+
+    def retrieve_for_doubt(self, question: str, options: dict[str, str], torn: list[tuple[str, float]],
+                           meter: CostMeter, trace: Trace) -> list[Hit]:
+        """Each of the two options the reader is torn between stated as a fact (one call), then half the budget for
+        each against the other: H+ that option, H− the other, the schedule's λ."""
+        letters = sorted(o for o, _ in torn)
+        written = self.query_step(self.doubt, meter, trace, question=question, torn=torn_lines(torn, options))
+        said = [str(x) for x in (getattr(written, "statements", None) or [])]
+        statements = [said[i] if i < len(said) and said[i].strip() else f"{question} {options[o]}"
+                      for i, o in enumerate(letters)]
+        mode = self.mode or self.retriever.mode
+        vectors = self.retriever.encode(statements) if mode != "bm25" or self.schedule.kind != "fixed" else None
+        similarity = hypothesis_similarity(*statements, vectors)
+        lam = self.schedule(similarity)
+        trace.hypothesis = doubt_hypothesis(torn, options, statements=statements, similarity=similarity, **{
+            "lambda": lam})
+        trace.queries.extend(statements)
+        halves = [self.budget - self.budget // 2, self.budget // 2]
+        seen, hits = set(), []
+        for first, (share, target, other) in enumerate(zip(halves, statements, reversed(statements), strict=True)):
+            pair = None if vectors is None else vectors[[first, 1 - first]]
+            query = WeightedQuery.difference(target, other, lam, vectors=pair)
+            found = self.retriever.search_weighted([query], self.budget, mode=self.mode)[0]
+            kept = [h for h in found if h.id not in seen][:share]
+            seen.update(h.id for h in kept)
+            hits.extend(kept)
+        return hits

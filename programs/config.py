@@ -13,18 +13,25 @@ from typing import Any, ClassVar
 
 from hyporag.foundation.errors import ConfigError
 from hyporag.foundation.settings import Settings, above, between, setting
+from hyporag.programs.answer_modes import ANSWER_MODES, answer_mode_for
+from hyporag.programs.answer_step import PARSE_RULES
+from hyporag.programs.hypothesis import HYPOTHESIS_SOURCES
 from hyporag.programs.mixture import MIX_RULES
 from hyporag.programs.protocol import PROTOCOLS, Protocol, protocol_named
 from hyporag.retrieval.retriever import MODES
-
-PARSE_RULES = ("strict", "mirage")  # an unparseable answer: wrong, or MIRAGE's option A
-ANSWER_MODES = ("joint", "per-passage")  # one answer call with every passage, or one per passage mixed
 
 
 def flag(name: str, help: str, choices: tuple | None = None, default: Any = None, rule: Any = None,
          **extra: Any) -> Any:
     """A config field that the CLI exposes as `name` (its argparse default stays None: "not given")."""
     return setting(default, flag=name, help=help, choices=choices, rule=rule, **extra)
+
+
+def hypothesis_from_flag() -> Any:
+    """The `hypothesis_from` setting HCQR and CHR share (one flag on the command line)."""
+    return flag("--hypothesis-from", "HCQR/CHR: where retrieval's hypothesis comes from: generated (the papers': an "
+                "LM call forms it; default) or reader (the options the reader's closed-book answer is torn between, "
+                "each given the same retrieval)", choices=HYPOTHESIS_SOURCES, default="generated")
 
 
 def _budget(value: Any) -> str | None:
@@ -60,7 +67,8 @@ class ProgramConfig(Settings):
                                           "instructions say it (default: from --domain)")
     answer_mode: str = flag("--answer", "joint = one answer call with every passage (default); per-passage = one "
                             "call per passage and the closed-book answer, mixed into one distribution",
-                            choices=ANSWER_MODES, default="joint")
+                            rule=lambda v: None if v in ANSWER_MODES else f"must be one of {', '.join(ANSWER_MODES)}, "
+                            f"got {v!r}", default="joint")
     mix: str = flag("--mix", "per-passage: linear mixture of the readings (default) or loglinear (a product of "
                     "experts); tuned", choices=MIX_RULES, default="linear")
     mix_temperature: float = flag("--mix-temperature", "per-passage: temperature of the softmax over passage ranks "
@@ -117,23 +125,13 @@ class ProgramConfig(Settings):
 
     # -- Optuna -------------------------------------------------------------------------------------------------
     def suggest(self, trial, modes: list[str]) -> ProgramConfig:
-        """This config with the trial's choices: the retriever mode, and the mixture's numbers when the answer is
-        per passage, and the retrieval threshold when it answers closed-book first; methods add their own knobs."""
+        """This config with the trial's choices: the retriever mode, and the answer mode's own numbers (the mixture
+        when the answer is per passage, the threshold when it answers closed-book first); methods add their
+        own knobs."""
         config = self.replace(mode=trial.suggest_categorical("mode", modes))
-        if self.answer_mode == "per-passage":
-            config = config.replace(mix=trial.suggest_categorical("mix", list(MIX_RULES)),
-                                    mix_temperature=trial.suggest_float("mix_temperature", 0.25, 8.0, log=True),
-                                    prior_weight=trial.suggest_float("prior_weight", 0.0, 0.8))
-        if self.retrieve_below is not None:
-            config = config.replace(retrieve_below=trial.suggest_float("retrieve_below", 0.3, 0.99))
-        return config
+        return answer_mode_for(self).suggest(config, trial)
 
     def trial_params(self, default_mode: str, modes: list[str]) -> dict[str, Any]:
         """This config as Optuna parameters (trial 0 measures the untuned program)."""
         mode = self.mode or default_mode
-        params: dict[str, Any] = {"mode": mode if mode in modes else modes[0]}
-        if self.answer_mode == "per-passage":
-            params |= {"mix": self.mix, "mix_temperature": self.mix_temperature, "prior_weight": self.prior_weight}
-        if self.retrieve_below is not None:
-            params["retrieve_below"] = self.retrieve_below
-        return params
+        return {"mode": mode if mode in modes else modes[0], **answer_mode_for(self).trial_params(self)}

@@ -3,6 +3,11 @@
 Hypothesize (from the question and, by default, its options) → RewriteQueries (support / distinction / key
 features) → one batched search → merge to the shared budget → answer. The hypothesis steers retrieval only: the
 answer step never sees it unless `show_hypothesis=True` (an ablation). Ablations are options, not copies.
+
+With `hypothesis_from="reader"` the hypothesis is the reader's own doubt: the options its closed-book answer is
+torn between (programs.hypothesis.torn_between), each given the same retrieval: one call writes a query for the
+evidence of each, one for what distinguishes them and one for the clues that would decide between them, so the
+passages can move the reader either way instead of confirming the option it already leans to.
 """
 
 from __future__ import annotations
@@ -13,11 +18,18 @@ from typing import ClassVar
 from hyporag.foundation.settings import at_least, setting
 from hyporag.lm.cost import CostMeter
 from hyporag.programs.base import MCQProgram, Trace
-from hyporag.programs.config import ProgramConfig, flag
-from hyporag.programs.hypothesis import Hypothesis, option_of_letter
+from hyporag.programs.config import ProgramConfig, flag, hypothesis_from_flag
+from hyporag.programs.hypothesis import (
+    HYPOTHESIS_SOURCES,
+    Hypothesis,
+    doubt_hypothesis,
+    option_of_letter,
+    torn_between,
+    torn_lines,
+)
 from hyporag.retrieval.hit import Hit
 from hyporag.retrieval.merge import MERGE_POLICIES, merge_to_budget
-from hyporag.signatures import Hypothesize, RewriteQueries
+from hyporag.signatures import Hypothesize, QueriesForDoubt, RewriteQueries
 from hyporag.signatures.paper_protocol import HypothesizeByElimination, QueriesFromHypothesis
 
 QUERY_FIELDS = {"support": "support_query", "distinction": "distinction_query", "key_features": "key_features_query"}
@@ -50,6 +62,7 @@ class HCQRConfig(ProgramConfig):
     merge_policy: str | None = flag("--merge-policy", "HCQR: how the queries' lists become one context (default "
                                     "round_robin; paper protocol: sum)", choices=MERGE_POLICIES)
     show_hypothesis: bool = False
+    hypothesis_from: str = hypothesis_from_flag()
 
     @property
     def merge(self) -> str:
@@ -66,10 +79,12 @@ class HCQRConfig(ProgramConfig):
     def suggest(self, trial, modes: list[str]) -> HCQRConfig:
         return super().suggest(trial, modes).replace(
             per_query_k=trial.suggest_int("per_query_k", max(1, self.budget // 3), 2 * self.budget),
-            merge_policy=trial.suggest_categorical("merge_policy", list(MERGE_POLICIES)))
+            merge_policy=trial.suggest_categorical("merge_policy", list(MERGE_POLICIES)),
+            hypothesis_from=trial.suggest_categorical("hypothesis_from", list(HYPOTHESIS_SOURCES)))
 
     def trial_params(self, default_mode: str, modes: list[str]) -> dict:
-        return {**super().trial_params(default_mode, modes), "per_query_k": self.k, "merge_policy": self.merge}
+        return {**super().trial_params(default_mode, modes), "per_query_k": self.k, "merge_policy": self.merge,
+                "hypothesis_from": self.hypothesis_from}
 
 
 class HCQR(MCQProgram):
@@ -87,11 +102,26 @@ class HCQR(MCQProgram):
         self.paper = self.config.own_rules.hypothesis_by_elimination
         self.hypothesize = self.step(HypothesizeByElimination if self.paper else Hypothesize)
         self.rewrite = self.step(QueriesFromHypothesis if self.paper else RewriteQueries)
+        self.doubt = self.step(QueriesForDoubt)
+
+    @classmethod
+    def wants_closed_book(cls, config: HCQRConfig) -> bool:
+        return config.hypothesis_from == "reader"
+
+    @classmethod
+    def retrieval_calls(cls, config: HCQRConfig) -> float:
+        """Hypothesis and rewrite; from the reader's doubt, one query call."""
+        return 1.0 if config.hypothesis_from == "reader" else 2.0
 
     def effective_settings(self) -> dict:
         return {**self.settings(), "per_query_k": self.per_query_k, "merge_policy": self.merge_policy}
 
     def retrieve(self, question: str, options: dict[str, str], meter: CostMeter, trace: Trace) -> list[Hit]:
+        if self.config.hypothesis_from == "reader":
+            torn = torn_between(trace.closed_book.distribution if trace.closed_book else None)
+            if torn is not None:
+                return self.retrieve_for_doubt(question, options, torn, meter, trace)
+            trace.fell_back("reader_hypothesis", "no option probabilities to find the reader's doubt: generated")
         shown = self.retrieval_options(options)
         hypothesis = self.query_step(self.hypothesize, meter, trace, question=question, options=shown)
         if self.paper:  # the rewriter sees the question and the hypothesis state, not the option list
@@ -110,6 +140,22 @@ class HCQR(MCQProgram):
                                         hypothesis=described)
         trace.hypothesis = Hypothesis(described, option_of_letter(state["likely_option"], options), state)
         queries = [str(getattr(rewritten, QUERY_FIELDS[name], None) or question) for name in self.queries]
+        trace.queries.extend(queries)
+        ranked = self.retriever.search_many(queries, self.per_query_k, mode=self.mode)
+        return merge_to_budget(ranked, self.budget, self.merge_policy,
+                               normalize=(self.mode or self.retriever.mode) == "bm25")
+
+    def retrieve_for_doubt(self, question: str, options: dict[str, str], torn: list[tuple[str, float]],
+                           meter: CostMeter, trace: Trace) -> list[Hit]:
+        """The same three kinds of query for each option the reader is torn between, one call, merged to the
+        budget: evidence for each (in the options' order), what distinguishes them, the clues that decide."""
+        letters = sorted(o for o, _ in torn)
+        written = self.query_step(self.doubt, meter, trace, question=question, torn=torn_lines(torn, options))
+        evidence = [str(q) for q in (getattr(written, "evidence_queries", None) or [])]
+        queries = [evidence[i] if i < len(evidence) and evidence[i].strip() else f"{question} {options[o]}"
+                   for i, o in enumerate(letters)]
+        queries += [str(getattr(written, name, None) or question) for name in ("distinction_query", "clues_query")]
+        trace.hypothesis = doubt_hypothesis(torn, options)
         trace.queries.extend(queries)
         ranked = self.retriever.search_many(queries, self.per_query_k, mode=self.mode)
         return merge_to_budget(ranked, self.budget, self.merge_policy,

@@ -87,19 +87,3 @@ def combine(prior: Reading | None, readings: Sequence[Reading], letters: Sequenc
                 "voted": False}
     answer = vote(prior.answer if prior else None, [r.answer for r in readings], letters, prior_weight, temperature)
     return {"answer": answer, "option_logprobs": None, "status": "none", "weights": weights, "voted": True}
-
-
-def cost_note(name: str, program: Any) -> str | None:
-    """What reading apart or closed-book first costs a question against the joint answer, said before a run."""
-    config = getattr(program, "config", None)
-    if config is None or not getattr(program, "uses_retrieval", False):
-        return None
-    joint = program.estimated_calls
-    if config.answer_mode == "per-passage":
-        return (f"{name}: per passage, {program.calls_per_question:g} LM calls a question (the closed-book answer "
-                f"and {config.budget} readings, their prompts shared up to the passage) where the joint answer makes "
-                f"{joint:g}")
-    if config.retrieve_below is not None:
-        return (f"{name}: closed-book first, {joint:g} to {program.calls_per_question:g} LM calls a question (it "
-                f"retrieves only below a top probability of {config.retrieve_below:g})")
-    return None

@@ -43,9 +43,9 @@ from hyporag.jobs.speed import record_run_speed
 from hyporag.jobs.tracking import code_version, flat_params, report_metrics, tracked
 from hyporag.jobs.user_program import UserProgram, runs_as_is
 from hyporag.lm.client import LMRoles
+from hyporag.programs.base import cost_note
 from hyporag.programs.config import ProgramConfig
 from hyporag.programs.judge import ContextJudge
-from hyporag.programs.per_passage import cost_note
 from hyporag.programs.registry import method_entry
 from hyporag.questions.datasets import load_benchmark
 from hyporag.questions.records import examples_from_python, question_fingerprint
