@@ -3,8 +3,8 @@ capital confidence sequence (Waudby-Smith and Ramdas 2024) on three seeded strea
 as the whole of a finite population read without replacement, for hyporag's implementation
 (hyporag.eval.sequential) to be checked against; and (`test`) the capital of the two-sided betting test with
 approximate-GRAPA bets at the null mean 1/2 (hyporag.eval.betting_test), confseq's `betting_mart` with the
-positive bettor's bets max(aKelly, 0) and the negative's max(-aKelly, 0), aKelly truncated at 0.9, the two
-capitals averaged.
+positive bettor's bets max(aKelly, 0) and the negative's max(-aKelly, 0), aKelly truncated at 0.9 with its prior
+worth a tenth of an observation, the two capitals averaged.
 
 confseq does not build on this machine (its C++ part needs CMake packages that are not here), so its pure-Python
 betting code is read from a checkout you give: `git clone https://github.com/gostevehoward/confseq`, then
@@ -60,11 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     def bets(x, m):  # each bettor's bets tuned at alpha / 2, as betting_mart's own default with theta 1/2
         return lambda_predmix_eb(x, alpha=0.025)
 
-    def up(x, m):
-        return np.maximum(lambda_aKelly(x, m, trunc_scale=0.9), 0)
+    def up(x, m):  # the prior worth a tenth of an observation, as hyporag.eval.betting_test's
+        return np.maximum(lambda_aKelly(x, m, fake_obs=0.1, trunc_scale=0.9), 0)
 
     def down(x, m):
-        return np.maximum(-lambda_aKelly(x, m, trunc_scale=0.9), 0)
+        return np.maximum(-lambda_aKelly(x, m, fake_obs=0.1, trunc_scale=0.9), 0)
 
     cases = {}
     for name, x in streams().items():
@@ -80,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         cases[f"test-{name}"] = {"x": x.tolist(), "log_capital": [round(float(np.log(v)), 9) for v in capital]}
     source = ("confseq betting.betting_cs, both bettors lambda_predmix_eb(x, alpha=0.025) (tuned at alpha / 2), theta "
               "1/2, trunc_scale 1/2, m_trunc, 1000 breaks, running intersection; wor- cases with N = the stream's "
-              "length; test- cases: betting.betting_mart at m = 1/2, bettors max(+-lambda_aKelly(trunc_scale=0.9), "
-              "0), convex_comb, theta 1/2 (bench/sequential_reference.py)")
+              "length; test- cases: betting.betting_mart at m = 1/2, bettors max(+-lambda_aKelly(trunc_scale=0.9, "
+              "fake_obs=0.1), 0), convex_comb, theta 1/2 (bench/sequential_reference.py)")
     Path(args.out).write_text(json.dumps({"source": source, "alpha": 0.05, "cases": cases}, separators=(",", ":")))
     print(f"written: {args.out}")
     return 0

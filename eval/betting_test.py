@@ -5,7 +5,11 @@ approximate-GRAPA bets, read after every question.
 A paired difference d in [-c, c] is mapped to x = (d + c) / 2c in [0, 1]; "no difference" is E[x] = 1/2. Two
 bettors start with one unit each: one bets that x runs above 1/2, the other below, each stake fixed before x arrives
 at the plug-in Kelly fraction (aGRAPA: (mu - m) / (sigma^2 + (mu - m)^2) from the observations so far, a prior of
-mean 1/2 and variance 1/4 worth one observation), truncated at 0.9 of the largest bet that cannot lose everything.
+mean 1/2 and variance 1/4 worth a tenth of an observation), truncated at 0.9 of the largest bet that cannot lose
+everything. Any stake fixed before its observation keeps the test valid; the light prior lets the stakes grow
+sooner on measures whose differences are small against their range (p(gold)'s paired differences have a spread of
+about 0.12 on [-1, 1]: with the prior worth one observation a decision took 8% more questions at the effect a
+fixed-n test of 100 questions sees, docs/results/sequential.md).
 Under "no difference" their average wealth is a nonnegative martingale, so by Ville's inequality it ever reaches
 1/alpha with probability at most alpha: the test says "better" or "worse" (by which bettor holds more) the first time
 it does, however often it is read, and it is wrong about the direction with probability at most alpha when the
@@ -20,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 TRUNCATION = 0.9
-PRIOR_MEAN, PRIOR_VARIANCE, PRIOR_WEIGHT = 0.5, 0.25, 1.0
+PRIOR_MEAN, PRIOR_VARIANCE, PRIOR_WEIGHT = 0.5, 0.25, 0.1
 
 
 @dataclass
