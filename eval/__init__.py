@@ -54,6 +54,8 @@ _EXPORTS = {
     "pull_shares": "hyporag.eval.pulls",
     "TIE_BREAK": "hyporag.eval.dspy_metrics",
     "report_from_dir": "hyporag.eval.run_report",
+    "pack": "hyporag.eval.packed",
+    "unpack": "hyporag.eval.packed",
     "write_view": "hyporag.eval.viewer",
     "serve_view": "hyporag.eval.viewer",
 }

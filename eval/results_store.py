@@ -8,6 +8,7 @@ intact row is kept, never recomputed, unless the question it answered has change
 from __future__ import annotations
 
 import errno
+import gzip
 import json
 import os
 import sys
@@ -17,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from hyporag.eval.packed import SUFFIX, is_packed, read_bytes, record_file
 from hyporag.eval.row import rescored, row_problem
 from hyporag.eval.run_compat import (  # noqa: F401 (differing_settings: exported through hyporag.eval)
     RETRIEVAL_KEYS,
@@ -43,11 +45,11 @@ STOP_KEYS = ("stopped_at", "reason", "at_stop")  # run.json's account of where a
 def read_run_settings(directory: str | Path) -> dict[str, Any]:
     """A run directory's run.json, the one way every reader (report, view, merge, resume, tracking) loads it: one
     line naming the file when it is missing, not JSON, not an object, or written by a newer hyporag."""
-    path = Path(directory) / SETTINGS
+    path = record_file(directory, SETTINGS)
     if not path.is_file():
         raise HyporagError(f"{path}: not found; is {Path(directory)} a results directory of `hyporag eval`?")
     try:
-        settings = json.loads(path.read_text(encoding="utf-8"))
+        settings = json.loads(read_bytes(path).decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise HyporagError(f"{path}: not valid JSON ({getattr(exc, 'lineno', None) and f'line {exc.lineno}' or exc})"
                            ) from None
@@ -75,7 +77,7 @@ def read_results(path: str | Path) -> list[dict]:
     """The current row of each (question, method) in a run directory or its results.jsonl, damaged lines left out:
     what a table over someone's run should read, even while the run is still appending."""
     path = Path(path)
-    path = path / ROWS if path.is_dir() else path
+    path = record_file(path, ROWS) if path.is_dir() else path
     if not path.is_file():
         raise HyporagError(f"{path}: no results here (a run directory holds {ROWS})")
     return latest_rows(read_rows(path)[0])
@@ -85,7 +87,7 @@ def read_rows(path: Path) -> tuple[list[dict], list[tuple[int, bytes]]]:
     """Every intact row of a results.jsonl, and the lines that are not one (line number, bytes): a torn last
     line after kill -9, or a damaged line anywhere. Read-only, so a report can be drawn while a run appends."""
     rows, bad = [], []
-    with path.open("rb") as handle:
+    with (gzip.open(path, "rb") if path.suffix == SUFFIX else path.open("rb")) as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
@@ -114,6 +116,9 @@ class ResultsStore:
     def __enter__(self) -> ResultsStore:
         if self.directory.exists() and not self.directory.is_dir():
             raise HyporagError(f"{self.directory}: is a file, not a results directory; give --out a directory")
+        if is_packed(self.directory):
+            raise HyporagError(f"{self.directory}: is a packed run (read-only, committed evidence); unpack it into a "
+                               "new --out to resume it (bench/rows.py unpack)")
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._acquire()

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from hyporag.eval.packed import read_bytes, record_file
 from hyporag.foundation.atomic import write_text_atomic
 
 QUESTIONS = "questions.jsonl"
@@ -17,11 +18,11 @@ QUESTIONS = "questions.jsonl"
 def read_questions(directory: str | Path) -> dict[str, dict]:
     """The run's questions by id ({} for a run from before the file); a damaged line is left out with a note on
     stderr, so one bad line costs its question's text, never the page."""
-    path = Path(directory) / QUESTIONS
+    path = record_file(directory, QUESTIONS)
     if not path.is_file():
         return {}
     found, damaged = {}, []
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+    for number, line in enumerate(read_bytes(path).decode("utf-8", errors="replace").splitlines(), start=1):
         try:
             record = json.loads(line)
             found[str(record["id"])] = {"question": str(record["question"]), "options": dict(record["options"]),

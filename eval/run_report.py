@@ -11,12 +11,14 @@ from hyporag.eval import paper_analyses as analysis
 from hyporag.eval.decisions import against_rows_of, decisions_of
 from hyporag.eval.echo import echo_rates
 from hyporag.eval.measures import DEFAULT_DECIDING, REGISTRY
+from hyporag.eval.packed import is_packed
 from hyporag.eval.report_markdown import cell, markdown, power_cell  # noqa: F401 (the report's tables, re-exported)
 from hyporag.eval.report_plots import plots
 from hyporag.eval.run_questions import read_questions
 from hyporag.eval.run_rows import current_rows
 from hyporag.eval.summary import notes, summaries, summarize  # noqa: F401 (summaries re-exported)
 from hyporag.foundation.atomic import write_json_atomic, write_text_atomic
+from hyporag.foundation.errors import HyporagError
 
 
 def lead_of(settings: dict) -> str:
@@ -98,8 +100,9 @@ def to_csv(summary: list[dict]) -> str:
 
 def write_report(rows: list[dict], settings: dict, method_order: list[str], out_dir: Path,
                  coverage: dict | None = None, all_rows: list[dict] | None = None,
-                 against_rows: list[dict] | None = None) -> dict:
-    report = build_report(rows, settings, method_order, groups_of(out_dir), all_rows, against_rows)
+                 against_rows: list[dict] | None = None, groups: dict[str, str] | None = None) -> dict:
+    report = build_report(rows, settings, method_order, groups if groups is not None else groups_of(out_dir),
+                          all_rows, against_rows)
     if coverage:
         report["coverage"] = coverage
     write_json_atomic(out_dir / "summary.json", report)
@@ -115,7 +118,7 @@ def groups_of(out_dir: str | Path) -> dict[str, str]:
     return {q: record["group"] for q, record in read_questions(out_dir).items() if record.get("group")}
 
 
-def report_from_dir(out_dir: str | Path) -> dict:
+def report_from_dir(out_dir: str | Path, write_to: str | Path | None = None) -> dict:
     """Redraw a results directory's report from its rows, without an LM, even while its run is still appending.
 
     A partial run is reported on the questions every method has finished, so methods are compared on the same
@@ -125,4 +128,10 @@ def report_from_dir(out_dir: str | Path) -> dict:
     if coverage:
         complete = set(coverage.pop("complete"))
         rows = [r for r in rows if r["question_id"] in complete]
-    return write_report(rows, settings, methods, Path(out_dir), coverage, every, against_rows_of(settings))
+    if write_to is None and is_packed(out_dir):
+        raise HyporagError(f"{out_dir}: is a packed run (read-only, committed evidence); give the report another "
+                           "directory (`hyporag report RUN --out DIR`)")
+    target = Path(write_to or out_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    return write_report(rows, settings, methods, target, coverage, every, against_rows_of(settings),
+                        groups_of(out_dir))

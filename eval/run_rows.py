@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hyporag.eval.packed import record_file
 from hyporag.eval.results_store import ROWS, latest_rows, read_rows, read_run_settings
 from hyporag.eval.row import say_distrusted
 from hyporag.foundation.errors import HyporagError
@@ -37,7 +38,7 @@ def current_rows(out_dir: str | Path) -> tuple[dict, list[dict], list[str], dict
     """A results directory's settings, its current rows (a superseded or stale row left out), its methods, and, for
     a partial run, its coverage (with `complete`: the questions every method has finished)."""
     out_dir = Path(out_dir)
-    rows_path = out_dir / ROWS
+    rows_path = record_file(out_dir, ROWS)
     settings = read_run_settings(out_dir)
     if not rows_path.is_file():
         raise HyporagError(f"{rows_path}: not found; is {out_dir} a results directory of `hyporag eval`?")

@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from hyporag.eval.packed import SUFFIX, is_packed, record_file
 from hyporag.eval.results_store import ROWS
 from hyporag.eval.row import ResultRow
 from hyporag.eval.run_questions import read_questions
@@ -41,10 +42,10 @@ def find_runs(paths: Iterable[str | Path]) -> list[Path]:
     """Each path's results directories: itself when it holds results.jsonl, else every one below it, in order."""
     found: list[Path] = []
     for path in map(Path, paths):
-        if (path / ROWS).is_file():
+        if record_file(path, ROWS).is_file():
             found.append(path)
         elif path.is_dir():
-            found += sorted(p.parent for p in path.rglob(ROWS))
+            found += sorted({p.parent for pattern in (ROWS, ROWS + SUFFIX) for p in path.rglob(pattern)})
         else:
             raise HyporagError(f"{path}: not a directory; give a run directory (holding {ROWS}) or a folder of them")
     if not found:
@@ -158,6 +159,8 @@ def default_page(paths: Sequence[str | Path]) -> Path:
     base = Path(paths[0]) if paths else Path()
     if len(paths) != 1 or not base.is_dir():
         return Path(VIEW)
+    if is_packed(base):
+        raise HyporagError(f"{base}: is a packed run (read-only); give --out for the page")
     return base / (VIEW if (base / ROWS).is_file() else RUNS_VIEW)
 
 

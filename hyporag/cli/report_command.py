@@ -12,14 +12,17 @@ from hyporag.jobs.run_config import RunConfig
 
 def add_parser(sub) -> None:
     report = sub.add_parser("report", help="redraw a results directory's tables and plots (no LM; works mid-run)")
-    report.add_argument("run_dir", help="the --out directory of `hyporag eval`")
+    report.add_argument("run_dir", help="the --out directory of `hyporag eval`, or a packed run (docs/results/rows/)")
+    report.add_argument("--out", help="where the summary files and the page go (default: the run directory; a packed "
+                                      "run needs one)")
 
 
 def run(args: argparse.Namespace, config: RunConfig) -> int:
-    result = report_from_dir(args.run_dir)
+    target = Path(args.out or args.run_dir)
+    result = report_from_dir(args.run_dir, args.out)
     print(markdown(result))
-    view = write_view([args.run_dir])
-    print(f"written: {args.run_dir}/summary.json, summary.md, summary.csv"
+    view = write_view([args.run_dir], target / "report.html" if args.out else None)
+    print(f"written: {target}/summary.json, summary.md, summary.csv"
           + "".join(f", {Path(p).name}" for p in result.get("plots", [])) + f", {view.name}")
     return 0
 
