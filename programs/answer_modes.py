@@ -144,12 +144,11 @@ class ClosedBookFirst(AnswerMode):
         result, fields = self.inner.read(step, question, options, passages, closed_book, preface, trace)
         return result, {**fields, "retrieved": True}
 
-    def suggest(self, config, trial):
-        return self.inner.suggest(config, trial).replace(
-            retrieve_below=trial.suggest_float("retrieve_below", 0.3, 0.99))
+    def suggest(self, config, trial):  # the threshold itself is the study's choice (ProgramConfig.suggest)
+        return self.inner.suggest(config, trial)
 
     def trial_params(self, config):
-        return {**self.inner.trial_params(config), "retrieve_below": config.retrieve_below}
+        return self.inner.trial_params(config)
 
     def note(self, name, joint_calls, calls):
         floor = 1.0

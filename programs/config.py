@@ -125,13 +125,19 @@ class ProgramConfig(Settings):
 
     # -- Optuna -------------------------------------------------------------------------------------------------
     def suggest(self, trial, modes: list[str]) -> ProgramConfig:
-        """This config with the trial's choices: the retriever mode, and the answer mode's own numbers (the mixture
-        when the answer is per passage, the threshold when it answers closed-book first); methods add their
-        own knobs."""
-        config = self.replace(mode=trial.suggest_categorical("mode", modes))
-        return answer_mode_for(self).suggest(config, trial)
+        """This config with the trial's choices: the retriever mode, how the reader reads (the answer mode, and
+        whether it answers closed-book first below a threshold P) and that mode's own numbers (the mixture when the
+        answer is per passage); methods add their own knobs."""
+        config = self.replace(mode=trial.suggest_categorical("mode", modes),
+                              answer_mode=trial.suggest_categorical("answer_mode", list(ANSWER_MODES)))
+        on_demand = trial.suggest_categorical("on_demand", [False, True])
+        config = config.replace(retrieve_below=trial.suggest_float("retrieve_below", 0.3, 0.99) if on_demand else None)
+        return answer_mode_for(config).suggest(config, trial)
 
     def trial_params(self, default_mode: str, modes: list[str]) -> dict[str, Any]:
         """This config as Optuna parameters (trial 0 measures the untuned program)."""
         mode = self.mode or default_mode
-        return {"mode": mode if mode in modes else modes[0], **answer_mode_for(self).trial_params(self)}
+        return {"mode": mode if mode in modes else modes[0], "answer_mode": self.answer_mode,
+                "on_demand": self.retrieve_below is not None,
+                **({"retrieve_below": self.retrieve_below} if self.retrieve_below is not None else {}),
+                **answer_mode_for(self).trial_params(self)}

@@ -70,7 +70,7 @@ def reflection_lm(spec: str | None, run: RunConfig):
 
 
 # the search space's reader settings: how the readings are mixed, whether to read at all; none moves a passage's pull
-READER_PARAMS = ("mix", "mix_temperature", "prior_weight", "retrieve_below")
+READER_PARAMS = ("answer_mode", "on_demand", "mix", "mix_temperature", "prior_weight", "retrieve_below")
 
 
 def refuse_unreadable_objective(objective: str, program, modes: list[str]) -> None:

@@ -55,13 +55,19 @@ def test_study_runs_resumes_and_reports(tiny_retriever, tiny_questions, tmp_path
 def test_trial_params_describe_the_untuned_program():
     from hyporag.programs.hcqr import HCQRConfig
 
+    reading = {"answer_mode": "joint", "on_demand": False}  # how the reader reads: searched for every method
     assert HCQRConfig(per_query_k=3).trial_params("bm25", ["bm25", "dense"]) == {
-        "mode": "bm25", "per_query_k": 3, "merge_policy": "round_robin"}
+        "mode": "bm25", **reading, "per_query_k": 3, "merge_policy": "round_robin", "hypothesis_from": "generated"}
     chr_linear = CHRConfig(mode="dense", schedule="linear", lam_min=0.1, lam_max=0.9)
-    assert chr_linear.trial_params("bm25", ["bm25"]) == {"mode": "bm25", "schedule": "linear", "lam_min": 0.1,
-                                                         "lam_max": 0.9, "tau": 0.7, "steepness": 10.0}
+    assert chr_linear.trial_params("bm25", ["bm25"]) == {"mode": "bm25", **reading, "hypothesis_from": "generated",
+                                                         "schedule": "linear", "lam_min": 0.1, "lam_max": 0.9,
+                                                         "tau": 0.7, "steepness": 10.0}
     trial = optuna.trial.FixedTrial(chr_linear.trial_params("bm25", ["bm25"]))
     assert chr_linear.suggest(trial, ["bm25"]) == chr_linear.replace(mode="bm25")  # the search space round-trips
+    differential = CHRConfig(hypothesis_from="reader", answer_mode="per-passage", retrieve_below=0.7, mix="loglinear")
+    params = differential.trial_params("bm25", ["bm25"])
+    assert params["on_demand"] is True and params["retrieve_below"] == 0.7 and params["mix"] == "loglinear"
+    assert differential.suggest(optuna.trial.FixedTrial(params), ["bm25"]) == differential.replace(mode="bm25")
 
 
 def test_a_trial_whose_questions_all_error_fails_with_its_error(tiny_questions, tmp_path):
@@ -190,8 +196,8 @@ def test_the_pull_objective_is_refused_where_the_search_cannot_move_a_pull(tiny_
                                 objective="pull", modes=modes)
         return hyporag.tune(settings, run, roles=dummy_roles(REPLIES), examples=examples)
 
-    with pytest.raises(ConfigError, match=r"rag's search space here \(mode, mix, mix_temperature, prior_weight\) "
-                                          "cannot move a passage's pull"):
+    with pytest.raises(ConfigError, match=r"rag's search space here \(mode, answer_mode, on_demand, mix, "
+                                          r"mix_temperature, prior_weight\) cannot move a passage's pull"):
         tune("rag", modes="bm25")
     with pytest.raises(ConfigError, match="cot retrieves nothing, so there is no passage to score"):
         tune("cot")
