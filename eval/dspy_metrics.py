@@ -18,7 +18,7 @@ from hyporag.foundation.errors import ConfigError
 from hyporag.foundation.judge_labels import DECISION_USEFUL
 
 METRICS = ("accuracy", "dur", "combined")
-OBJECTIVES = ("accuracy", "log-p-gold", "margin", "pull")
+OBJECTIVES = ("accuracy", "p-gold", "log-p-gold", "margin", "pull")
 TIE_BREAK = 1e-3  # accuracy's tie-break weight: the continuous part never outweighs one question right or wrong
 
 
@@ -73,7 +73,8 @@ def gepa_feedback(metric: Callable) -> Callable:
 
 def objective_metric(objective: str, metric: Callable) -> Callable:
     """What an Optuna study maximises: `accuracy` (the metric, with the reader's mean log p_gold, clipped at
-    −5 and scaled to [0, 1], as a tie-break worth at most 0.001 a question), `log-p-gold` (that scaled log p_gold
+    −5 and scaled to [0, 1], as a tie-break worth at most 0.001 a question), `p-gold` (the reader's probability of
+    the correct option: the deciding measure reports decide on by default), `log-p-gold` (that scaled log p_gold
     alone), `margin` (a logistic of log p_gold − the best other option's) or `pull` (the share of the question's
     passages that, read alone, pull the reader toward the gold option: eval.pulls; per-passage answers only). A
     question without option probabilities adds nothing continuous; so a backend without logprobs makes `accuracy`
@@ -90,6 +91,8 @@ def objective_metric(objective: str, metric: Callable) -> Callable:
 
     def score(example: dspy.Example, prediction: dspy.Prediction, trace=None) -> float:
         measures = belief(example, prediction)
+        if objective == "p-gold":
+            return 0.0 if measures["p_gold"] is None else measures["p_gold"]
         if objective == "log-p-gold":
             return scaled(measures["log_p_gold"])
         if objective == "pull":

@@ -168,8 +168,8 @@ class TuneSettings(SplitSettings):
                              "(default 10)")
     objective: str = setting("accuracy", flag="--objective", choices=OBJECTIVES, help="what the study maximises: "
                              "accuracy (default; the reader's mean log p of the correct option breaks ties), "
-                             "log-p-gold, margin (docs/results/margin.md), or pull (passages pulling toward the "
-                             "correct option; needs --answer per-passage)")
+                             "p-gold (the reports' deciding measure), log-p-gold, margin (docs/results/margin.md), "
+                             "or pull (passages pulling toward the correct option; needs --answer per-passage)")
 
 
 @dataclass(frozen=True)
@@ -195,8 +195,8 @@ class FitSettings(JobSettings):
     modes: str | None = setting(None, flag="--modes", help="retriever modes to search, e.g. bm25,dense,hybrid")
     allow_test: bool = setting(False, flag="--allow-test", help="permit fitting on a test split (don't)")
     objective: str = setting("accuracy", flag="--objective", choices=OBJECTIVES, help="what the tune stage's study "
-                             "maximises: accuracy (default; log p of the correct option breaks ties), log-p-gold, "
-                             "margin, or pull (needs --answer per-passage)")
+                             "maximises: accuracy (default; log p of the correct option breaks ties), p-gold, "
+                             "log-p-gold, margin, or pull (needs --answer per-passage)")
     # several candidate methods: each tuned on the same split, one chosen on validation by a stated rule
     # (optimizers.selection), confirmed on held-out; `method` alone is the one-candidate fit
     methods: tuple[str, ...] = setting((), flag="--methods", parse=_names, help="candidate methods, comma-separated: "
