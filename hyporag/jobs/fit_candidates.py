@@ -2,8 +2,8 @@
 and model, and how sure that is.
 
 Stages (each recorded in `<out>/fit.json`, so a killed fit resumes): race (every candidate's untuned program on
-the train and validation questions, one whose confidence sequence against another lies below 0 dropped there:
-hyporag.jobs.fit_race) → candidates (each survivor's own fit through freeze in `<out>/candidates/<method>/`: the
+the validation questions, one the betting test finds worse than another dropped there: hyporag.jobs.fit_race) →
+candidates (each survivor's own fit through freeze in `<out>/candidates/<method>/`: the
 same seeded split, tuned numbers, compiled prompts) → validate (every survivor and cot on the validation questions;
 one chosen by the rule in `optimizers.selection`, on the same sequences) → evaluate (the chosen program, rag, cot
 and the runner-up on held-out, paired) → freeze (`<out>/artifact`, recording every candidate's scores and the rule)
@@ -54,7 +54,7 @@ def cost_estimate(methods: list[str], sizes: dict[str, int], settings: FitSettin
     calls: dict[str, dict[str, float]] = {}
     for method in methods:  # at most: the race may stop a candidate early, and spare its tuning
         each = per_question[method]
-        calls[method] = {"race": (sizes["train"] + sizes["val"]) * each, "tune": settings.trials * sizes["val"] * each,
+        calls[method] = {"race": sizes["val"] * each, "tune": max(0, settings.trials - 1) * sizes["val"] * each,
                          "compile": 0.0 if settings.optimizer is None else sizes["train"] * each,
                          "validate": sizes["val"] * each}
     most = max(per_question.values())
