@@ -126,10 +126,11 @@ def band_of(values: Sequence[float], measure: Measure, alpha: float) -> dict[str
 def compare_sequences(pairs: dict[str, tuple[dict[str, ResultRow], dict[str, ResultRow]]], order: Sequence[str],
                       alpha: float = ALPHA, deltas: dict[str, float] | None = None,
                       costs: dict[str, tuple[dict, dict]] | None = None, decide_on: str | None = None,
-                      family: int | None = None) -> dict[str, Any]:
+                      family: int | None = None, beside: bool = True) -> dict[str, Any]:
     """Each named comparison (rows of a method, rows of what it is compared with) decided on one measure. `family`:
     how many comparisons share alpha (default those given); `costs` (per comparison: the two sides' calls_per_q and
-    seconds_per_q) prices the fixed-n test a decision is set beside."""
+    seconds_per_q) prices the fixed-n test a decision is set beside; `beside` False skips the other measures' bands
+    (a race reads only outcomes, after every question)."""
     deltas = deltas or {}
     each = alpha / max(1, family or len(pairs))
     out: dict[str, Any] = {"alpha": alpha, "alpha_each": each, "decide_on": decide_on or DEFAULT_DECIDING,
@@ -143,7 +144,7 @@ def compare_sequences(pairs: dict[str, tuple[dict[str, ResultRow], dict[str, Res
         decision = decide_stream(values, positions, measure, each, delta)
         decision.why_measure = why
         decision.beside = {other.name: band_of(paired_values(mine, theirs, order, other)[0], other, each)
-                           for other in REGISTRY.values() if other.name != measure.name}
+                           for other in REGISTRY.values() if other.name != measure.name} if beside else {}
         if costs and name in costs and decision.outcome in ("better", "worse"):
             decision.fixed_n = fixed_n_cost(values, measure, *costs[name])
         out["comparisons"][name] = decision.to_dict()

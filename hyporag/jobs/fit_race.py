@@ -62,7 +62,7 @@ def drops_in(rows: list[dict], methods: list[str], order: list[str], alpha: floa
     grouped = by_method([r for r in rows if not r.get("error")])
     family = pairs_of(methods)  # the whole starting field: the alpha split does not change as candidates drop
     result = compare_sequences({f"{a}|{b}": (grouped.get(a, {}), grouped.get(b, {})) for a, b in family}, order,
-                               alpha)
+                               alpha, beside=False)
     dropped: dict[str, dict] = {}
     for name, comparison in result["comparisons"].items():
         a, b = name.split("|")

@@ -45,3 +45,26 @@ def test_a_candidate_wrong_on_every_question_is_dropped_early_and_the_others_go_
     with fake_openai(["m"], by_prompt=SAYS) as server:  # a finished fit asks nothing again
         argv[argv.index("--api-base") + 1] = server.base()
         assert main(argv) == 0 and server.completions == 0 < race_calls
+
+
+def test_successive_elimination_drops_no_candidate_when_none_differs():
+    """A/A: four candidates whose answers and beliefs are drawn from one distribution on 200 validation questions, in
+    100 seeded draws; with alpha split over their six pairs, a drop (always a false one here) is rare."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    methods, questions = ["rag", "b", "c", "d"], [f"q{i}" for i in range(200)]
+    false_drops = 0
+    for _ in range(100):
+        rows = []
+        for method in methods:
+            for question in questions:
+                p = float(rng.beta(2, 2))
+                rows.append({"question_id": question, "method": method, "question_fingerprint": question,
+                             "answer": "A" if rng.random() < p else "B", "gold": "A", "correct": False,
+                             "option_logprobs": {"A": float(np.log(p)), "B": float(np.log(1 - p))},
+                             "option_logprob_status": "ok"})
+        for row in rows:
+            row["correct"] = row["answer"] == row["gold"]
+        false_drops += bool(drops_in(rows, methods, questions, 0.05, "rag"))
+    assert false_drops / 100 <= 0.05
