@@ -10,6 +10,7 @@ arrived exactly once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -17,7 +18,7 @@ import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -95,17 +96,24 @@ def _join_bounded(ray, address: str) -> BaseException | None:
             outcome["error"] = exc
 
     thread = threading.Thread(target=join, name="hyporag-ray-join", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + JOIN_SECONDS
+    while thread.is_alive() and time.monotonic() < deadline:
+        thread.join(0.2)
+    return outcome["error"] if "error" in outcome else TimeoutError()
+
+
+@contextlib.contextmanager
+def stopped_by_sigterm() -> Iterator[None]:
+    """SIGTERM ends the process with one line while Ray is imported and joined (from the main thread): its join
+    blocks in C++, and its import alone takes seconds on a loaded machine, so the handler is in place before both."""
     on_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _stop_joining) if on_main else None
     try:
-        thread.start()
-        deadline = time.monotonic() + JOIN_SECONDS
-        while thread.is_alive() and time.monotonic() < deadline:
-            thread.join(0.2)
+        yield
     finally:
         if on_main:
             signal.signal(signal.SIGTERM, previous)
-    return outcome["error"] if "error" in outcome else TimeoutError()
 
 
 def _stop_joining(signum: int, frame) -> None:
@@ -116,18 +124,20 @@ def _stop_joining(signum: int, frame) -> None:
 
 def connect(address: str, log: Callable[[str], None]) -> dict[str, float]:
     """Join the cluster at `address` ("auto", "ray://host:10001" or "host:6379"); returns its resources."""
-    ray = import_ray()
-    if not ray.is_initialized():
-        reachable(address)
-        exc = _join_bounded(ray, address)
-        if isinstance(exc, TimeoutError):
-            raise HyporagError(f"--ray {address}: something answers there, but no Ray cluster joined within "
-                               f"{JOIN_SECONDS:g} s; is it the head's GCS port (6379, or ray://host:10001)?")
-        if isinstance(exc, (ConnectionError, RuntimeError, ValueError)):
-            raise HyporagError(f"--ray {address}: cannot join the Ray cluster ({str(exc).splitlines()[0][:200]}); "
-                               "is `ray start --head` running there?") from None
-        if exc is not None:
-            raise exc
+    with stopped_by_sigterm():
+        ray = import_ray()
+        exc = None
+        if not ray.is_initialized():
+            reachable(address)
+            exc = _join_bounded(ray, address)
+    if isinstance(exc, TimeoutError):
+        raise HyporagError(f"--ray {address}: something answers there, but no Ray cluster joined within "
+                           f"{JOIN_SECONDS:g} s; is it the head's GCS port (6379, or ray://host:10001)?")
+    if isinstance(exc, (ConnectionError, RuntimeError, ValueError)):
+        raise HyporagError(f"--ray {address}: cannot join the Ray cluster ({str(exc).splitlines()[0][:200]}); "
+                           "is `ray start --head` running there?") from None
+    if exc is not None:
+        raise exc
     resources = ray.cluster_resources()
     log(f"ray: joined {address} ({int(resources.get('CPU', 0))} CPUs, {int(resources.get('GPU', 0))} GPUs)")
     return resources
