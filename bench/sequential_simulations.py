@@ -157,6 +157,23 @@ def oracle(values: np.ndarray, measure: str) -> int | None:
     return questions_for_power(values)
 
 
+def population(values: np.ndarray, measure: str, planted: float | None) -> np.ndarray:
+    """The paired differences a comparison's streams are drawn from: as observed, or carrying a planted mean. A
+    continuous measure keeps its observed spread around the new mean (clipped to its range); accuracy keeps its
+    observed share of split questions, the planted difference moving split questions from one side to the other."""
+    if planted is None:
+        return values
+    if measure == "accuracy":
+        split = float(np.mean(values != 0))
+        if abs(planted) > split:
+            return np.array([])
+        size = 10_000  # the three-point population at its exact shares
+        wins, losses = round(size * (split + planted) / 2), round(size * (split - planted) / 2)
+        return np.array([1.0] * wins + [-1.0] * losses + [0.0] * (size - wins - losses))
+    span = REGISTRY[measure].span
+    return np.clip(values - values.mean() + planted, -span, span)
+
+
 def to_decision(values: np.ndarray, measure: str, max_n: int, resamples: int, rng: np.random.Generator) -> dict:
     """Questions to a decision, resampled: the betting test and the sequence alone (today's) on this measure."""
     span = REGISTRY[measure].span
@@ -176,18 +193,15 @@ def effects(pairs: dict, plants: list[tuple[str, str, str, float | None]], max_n
         streams = pairs.get((run, method))
         if streams is None or measure not in streams:
             continue
-        values = streams[measure][~np.isnan(streams[measure])]
-        if planted is not None:
-            span = REGISTRY[measure].span
-            values = np.clip(values - values.mean() + planted, -span, span)
+        values = population(streams[measure][~np.isnan(streams[measure])], measure, planted)
         if not len(values) or values.mean() == 0:
             continue
         n_oracle = oracle(values, measure)
-        found = to_decision(values, measure, max_n, resamples, rng)
         row = {"run": run, "method": method, "measure": measure, "planted": planted,
                "mean": round(float(values.mean()), 4), "sd": round(float(values.std(ddof=1)), 4),
-               "oracle": n_oracle, "max_n": max_n, "resamples": resamples}
-        for procedure, points in found.items():
+               "oracle": n_oracle, "max_n": max_n, "resamples": resamples,
+               "readable": n_oracle is not None and 4 * n_oracle <= max_n}  # a decision mostly within max_n
+        for procedure, points in to_decision(values, measure, max_n, resamples, rng).items():
             points = np.array(points, dtype=float)
             row[procedure] = {"mean": round(float(points.mean()), 1), "p80": float(np.percentile(points, 80)),
                               "decided": round(float(np.mean(points < max_n)), 3),
@@ -215,7 +229,7 @@ def plants_for(pairs: dict) -> list[tuple[str, str, str, float | None]]:
             if values is None or np.isfinite(values).sum() < 20:
                 continue
             sd = float(np.nanstd(values, ddof=1))
-            for n in (100, 400):  # the effect a fixed-n test of n questions sees with 80% power
+            for n in (100, 200, 400):  # the effect a fixed-n test of n questions sees with 80% power
                 plants.append((run, method, measure, round(Z * sd / math.sqrt(n), 4)))
     return plants
 
