@@ -26,10 +26,10 @@ LIMIT = 50 * 1024 * 1024  # the committed rows stay under 50 MB in all
 
 def listing() -> int:
     total = 0
-    for run in sorted(p for p in ROWS.iterdir() if p.is_dir()) if ROWS.is_dir() else []:
-        size = sum(f.stat().st_size for f in run.iterdir())
+    for entry in sorted(ROWS.iterdir()) if ROWS.is_dir() else []:  # packed runs, and the files beside them
+        size = sum(f.stat().st_size for f in entry.iterdir()) if entry.is_dir() else entry.stat().st_size
         total += size
-        print(f"{run.name}: {size / 1024:.0f} KiB")
+        print(f"{entry.name}: {size / 1024:.0f} KiB")
     print(f"total: {total / 1024 / 1024:.2f} MiB of {LIMIT / 1024 / 1024:.0f}")
     return 0 if total <= LIMIT else 1
 

@@ -29,7 +29,11 @@ VARIANTS = {"old": {"adapter": "json"}, "new": {"adapter": "auto"},
             # the answer step (docs/results/per-passage.md) against `new`: each passage read alone, and closed-book
             # first with retrieval only below 0.5
             "per-passage": {"adapter": "auto", "program": {"answer_mode": "per-passage"}},
-            "on-demand": {"adapter": "auto", "program": {"retrieve_below": 0.5}}}
+            "on-demand": {"adapter": "auto", "program": {"retrieve_below": 0.5}},
+            # differential retrieval (docs/results/differential.md) against `new`: closed-book first below the
+            # threshold the validation study chose, hcqr's and chr's hypotheses from the reader's doubt (rag has
+            # no hypothesis: it answers on demand alone)
+            "reader-0.49": {"adapter": "auto", "program": {"retrieve_below": 0.49, "hypothesis_from": "reader"}}}
 TIMING_FIELDS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n", "draft_n", "draft_n_accepted",
                  "calls")
 
