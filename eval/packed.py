@@ -9,6 +9,7 @@ Packing is byte-deterministic (gzip's timestamp is fixed at 0), so packing the s
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 from pathlib import Path
 
@@ -17,6 +18,9 @@ from hyporag.foundation.errors import HyporagError
 
 SUFFIX = ".gz"
 RECORD = ("results.jsonl", "questions.jsonl", "run.json")
+# where the packing machine kept the data and the index: not evidence, and not to be committed; a resume never
+# compares them (the index is checked by its fingerprint, the questions by theirs), and it records its own
+MACHINE_PATHS = ("dataset_source", "index_dir")
 
 
 def record_file(directory: str | Path, name: str) -> Path:
@@ -44,7 +48,11 @@ def pack(run_dir: str | Path, into: str | Path) -> list[Path]:
     written = []
     for name in RECORD:
         if (run_dir / name).is_file():
-            data = gzip.compress((run_dir / name).read_bytes(), compresslevel=9, mtime=0)
+            raw = (run_dir / name).read_bytes()
+            if name == "run.json":
+                record = json.loads(raw)
+                raw = json.dumps({**record, **{k: None for k in MACHINE_PATHS if k in record}}, indent=2).encode()
+            data = gzip.compress(raw, compresslevel=9, mtime=0)
             write_bytes_atomic(into / (name + SUFFIX), data)
             written.append(into / (name + SUFFIX))
     return written

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -29,6 +30,8 @@ def test_a_packed_run_reads_as_the_plain_one_and_is_never_written(tmp_path, caps
     written = pack(tmp_path / "run", tmp_path / "packed")
     assert sorted(p.name for p in written) == ["questions.jsonl.gz", "results.jsonl.gz", "run.json.gz"]
     assert pack(tmp_path / "run", tmp_path / "again")[0].read_bytes() == written[0].read_bytes()  # deterministic
+    record = json.loads(gzip.decompress((tmp_path / "packed" / "run.json.gz").read_bytes()))
+    assert record["dataset_source"] is None and record.get("index_dir") is None  # where this machine keeps them
     redrawn = report_from_dir(tmp_path / "packed", tmp_path / "drawn")
     assert redrawn["methods"] == plain["methods"] and (tmp_path / "drawn" / "summary.md").is_file()
     with pytest.raises(HyporagError, match="packed run"):
