@@ -15,7 +15,6 @@ order; when the range caps the bet (small spread against the range, as p(gold)'s
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import sys
@@ -31,6 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from sequential_simulations import paired_runs, population  # noqa: E402
 
 from hyporag.eval import REGISTRY  # noqa: E402
+from hyporag.eval.packed import read_bytes  # noqa: E402
 
 
 def kl_inf(values: np.ndarray, span: float) -> float:
@@ -65,36 +65,41 @@ def aa_table(aa: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def effects_table(sims: dict, pairs: dict) -> str:
-    lines = ["| comparison, measure | effect (sd) | oracle n | floor / oracle | test: mean / oracle | test: p80 / "
-             "oracle | test: mean / half-effect plan | decided by 1,000 | sequence alone: mean / oracle |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+def floors_of(sims: dict, pairs: dict) -> list[float | None]:
+    """Each effect row's floor over its oracle n (None where either cannot be read), computed once for both tables."""
+    floors = []
     for row in sims["effects"]:
-        if not row.get("readable") and row["planted"] is None:
-            continue  # an observed effect whose oracle is beyond the streams: no ratio can be read
         streams = pairs[(row["run"], row["method"])][row["measure"]]
         values = population(streams[~np.isnan(streams)], row["measure"], row["planted"])
         floor = floor_questions(values, REGISTRY[row["measure"]].span, sims["alpha"])
+        floors.append(floor / row["oracle"] if floor and row["oracle"] else None)
+    return floors
+
+
+def effects_table(sims: dict, floors: list[float | None]) -> str:
+    lines = ["| comparison, measure | effect (sd) | oracle n | floor / oracle | test: mean / oracle | test: p80 / "
+             "oracle | test: mean / half-effect plan | decided by 1,000 | sequence alone: mean / oracle |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row, floor in zip(sims["effects"], floors, strict=True):
+        if (not row.get("readable") and row["planted"] is None) or floor is None:
+            continue  # an observed effect whose oracle is beyond the streams: no ratio can be read
         test, sequence = row["test"], row["sequence"]
         kind = "observed" if row["planted"] is None else "planted"
         star = "" if row.get("readable") else " †"
         lines.append(
             f"| {row['run']}: {row['method']} vs rag, {REGISTRY[row['measure']].label} | {row['mean']:+.3f} "
-            f"({row['sd']:.3f}, {kind}) | {row['oracle']} | {floor / row['oracle']:.2f} | "
+            f"({row['sd']:.3f}, {kind}) | {row['oracle']} | {floor:.2f} | "
             f"{test['vs_oracle']:.2f}{star} | {test['p80_vs_oracle']:.2f} | {test['vs_half_effect_plan']:.2f}{star} | "
             f"{test['decided']:.3f} | {sequence['vs_oracle']:.2f}{star} |")
     return "\n".join(lines)
 
 
-def summary_table(sims: dict, pairs: dict) -> str:
+def summary_table(sims: dict, floors: list[float | None]) -> str:
     """Per measure and oracle size (planted effects): the range over the comparisons of each ratio."""
     groups: dict[tuple[str, int], list[tuple[float, ...]]] = {}
-    for row in sims["effects"]:
-        if row["planted"] is None:
+    for row, floor in zip(sims["effects"], floors, strict=True):
+        if row["planted"] is None or floor is None:
             continue
-        streams = pairs[(row["run"], row["method"])][row["measure"]]
-        values = population(streams[~np.isnan(streams)], row["measure"], row["planted"])
-        floor = floor_questions(values, REGISTRY[row["measure"]].span, sims["alpha"]) / row["oracle"]
         size = 100 * round(row["oracle"] / 100)
         groups.setdefault((row["measure"], size), []).append(
             (floor, row["test"]["vs_oracle"], row["test"]["p80_vs_oracle"], row["test"]["vs_half_effect_plan"],
@@ -119,14 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sims", help="the JSON bench/sequential_simulations.py wrote")
     args = parser.parse_args(argv)
-    path = Path(args.sims)
-    sims = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
-    pairs = paired_runs({name: Path(run) for name, run in sims["runs"].items()})
+    sims = json.loads(read_bytes(Path(args.sims)))  # plain or gzip-packed, as packed runs are read
+    floors = floors_of(sims, paired_runs({name: Path(run) for name, run in sims["runs"].items()}))
     print(aa_table(sims["aa"]))
     print()
-    print(summary_table(sims, pairs))
+    print(summary_table(sims, floors))
     print()
-    print(effects_table(sims, pairs))
+    print(effects_table(sims, floors))
     return 0
 
 
