@@ -29,8 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from sequential_simulations import paired_runs, population  # noqa: E402
 
-from hyporag.eval import REGISTRY  # noqa: E402
-from hyporag.eval.packed import read_bytes  # noqa: E402
+from hyporag.eval import REGISTRY, read_bytes  # noqa: E402
 
 
 def kl_inf(values: np.ndarray, span: float) -> float:

@@ -59,6 +59,7 @@ _EXPORTS = {
     "report_from_dir": "hyporag.eval.run_report",
     "pack": "hyporag.eval.packed",
     "unpack": "hyporag.eval.packed",
+    "read_bytes": "hyporag.eval.packed",  # a file of a run, plain or packed
     "write_view": "hyporag.eval.viewer",
     "serve_view": "hyporag.eval.viewer",
 }
